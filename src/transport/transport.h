@@ -1,0 +1,84 @@
+/*
+ * transport/transport.h - the one interface between the engine and the wires.
+ *
+ * A transport moves *packets* (a header and a payload gathered into one
+ * message of at most ops->max_packet bytes, delivered whole, in order per
+ * sender/receiver pair) and, when it has XP_TL_CAP_RMA, copies *bulk data*
+ * directly between this process and a peer's address space (single copy).
+ * The engine never asks which transport it is talking to; it asks for
+ * capabilities. Transports are listed in one table (transport.c) and chosen
+ * per peer: the first transport in XP_TRANSPORTS that reaches the peer.
+ */
+#ifndef XP_TRANSPORT_TRANSPORT_H
+#define XP_TRANSPORT_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "util/atomic.h"
+#include "xportals/status.h"
+
+enum {
+    XP_TL_CAP_RMA       = 1u << 0, /* read/write of a peer's memory by address */
+    XP_TL_CAP_SAME_NODE = 1u << 1, /* peers share memory (shm segments can be mapped) */
+    XP_TL_CAP_LOOPBACK  = 1u << 2, /* reaches only this process */
+};
+
+typedef struct xp_tl xp_tl_t;
+
+/* Called by poll() for every packet that arrived; `pkt` is valid only during the call. */
+typedef void (*xp_tl_recv_fn)(void *arg, int src_rank, const void *pkt, size_t len);
+
+typedef struct xp_tl_params {
+    xp_tl_recv_fn recv;   /* packet handler (the engine's dispatcher) */
+    void *recv_arg;
+    xp_doorbell_t *doorbell; /* process doorbell to ring on arrival, may be NULL */
+} xp_tl_params_t;
+
+typedef struct xp_tl_ops {
+    size_t size;          /* sizeof(xp_tl_ops_t): the first field, checked at registration */
+    const char *name;
+    uint32_t caps;        /* XP_TL_CAP_* */
+    size_t max_packet;    /* largest header+payload of one send() */
+
+    xp_status_t (*open)(const xp_tl_params_t *params, xp_tl_t **tl_out);
+    void (*close)(xp_tl_t *tl);
+    /* Nonzero if this transport can reach `rank`. */
+    int (*reaches)(xp_tl_t *tl, int rank);
+    /* Send hdr+data as one packet. XP_ERR_AGAIN: no room right now (caller
+     * polls and retries); XP_ERR_PEER_DEAD: the peer is gone. */
+    xp_status_t (*send)(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                        const void *data, size_t data_len);
+    /* Deliver up to `budget` arrived packets to params->recv; returns how many. */
+    int (*poll)(xp_tl_t *tl, int budget);
+    /* XP_TL_CAP_RMA only (NULL otherwise): copy between local and remote
+     * iovecs of `rank`'s address space (total lengths equal). */
+    xp_status_t (*readv)(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
+                         const struct iovec *remote, int nremote);
+    xp_status_t (*writev)(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
+                          const struct iovec *remote, int nremote);
+} xp_tl_ops_t;
+
+/* ---- The transport manager: what the engine calls. ---- */
+
+/* Open the transports named in XP_TRANSPORTS for this job (needs xp_init).
+ * Packets are handed to recv; every arrival rings the process doorbell. */
+xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg);
+void xp_tl_fini(void);
+/* Send one packet to rank (any rank of the job, including this one). */
+xp_status_t xp_tl_send(int rank, const void *hdr, size_t hdr_len, const void *data, size_t data_len);
+/* Poll every open transport; returns the number of packets delivered. */
+int xp_tl_progress(void);
+/* Largest packet that reaches `rank`; 0 if unreachable. */
+size_t xp_tl_max_packet(int rank);
+uint32_t xp_tl_caps(int rank);
+xp_status_t xp_tl_readv(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
+xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
+/* The process doorbell (in shared memory, so peers can ring it): a thread
+ * with nothing to do sleeps on it (xp_doorbell_wait) until a packet arrives. */
+xp_doorbell_t *xp_tl_doorbell(void);
+/* Names of the compiled-in transports (for xpinfo), NULL-terminated. */
+const char *const *xp_tl_names(void);
+
+#endif

@@ -1,0 +1,98 @@
+/* Futex wrappers and the spin-then-sleep doorbell (see atomic.h). */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/atomic.h"
+#include "util/clock.h"
+#include "util/config.h"
+#include "util/log.h"
+
+xp_status_t xp_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns != UINT64_MAX) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000ull);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+        tsp = &ts;
+    }
+    long rc = syscall(SYS_futex, word, FUTEX_WAIT, expected, tsp, NULL, 0);
+    if (rc == 0 || errno == EAGAIN || errno == EINTR)
+        return XP_OK;
+    if (errno == ETIMEDOUT)
+        return XP_ERR_TIMEOUT;
+    xp_log_errno(XP_LOG_ERROR, "futex wait");
+    return XP_ERR_INTERNAL;
+}
+
+void xp_futex_wake(uint32_t *word, int count)
+{
+    if (syscall(SYS_futex, word, FUTEX_WAKE, count, NULL, NULL, 0) < 0)
+        xp_log_errno(XP_LOG_ERROR, "futex wake");
+}
+
+static long spin_count(void)
+{
+    return xp_config()->spin_count;
+}
+
+xp_status_t xp_wait_until(xp_wait_pred_t pred, void *arg, uint32_t *word, uint64_t deadline_ns)
+{
+    long spins = spin_count();
+    for (long i = 0; i < spins; i++) {
+        if (pred(arg))
+            return XP_OK;
+        xp_cpu_relax();
+    }
+    for (;;) {
+        uint32_t seen = xp_load_acquire(word);
+        if (pred(arg))
+            return XP_OK;
+        uint64_t now = xp_time_ns();
+        if (now >= deadline_ns)
+            return XP_ERR_TIMEOUT;
+        xp_status_t st = xp_futex_wait(word, seen, deadline_ns == UINT64_MAX ? UINT64_MAX : deadline_ns - now);
+        if (st != XP_OK && st != XP_ERR_TIMEOUT)
+            return st;
+    }
+}
+
+void xp_doorbell_ring(xp_doorbell_t *db)
+{
+    __atomic_fetch_add(&db->seq, 1, __ATOMIC_SEQ_CST);
+    /* seq_cst pairs with the sleeper's increment of `sleepers` before it
+     * re-checks its predicate: either it sees our work or we see it. */
+    if (__atomic_load_n(&db->sleepers, __ATOMIC_SEQ_CST))
+        xp_futex_wake(&db->seq, INT_MAX);
+}
+
+xp_status_t xp_doorbell_wait(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
+{
+    long spins = spin_count();
+    for (long i = 0; i < spins; i++) {
+        if (pred(arg))
+            return XP_OK;
+        xp_cpu_relax();
+    }
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+        if (pred(arg)) {
+            __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+            return XP_OK;
+        }
+        uint64_t now = xp_time_ns();
+        if (now >= deadline_ns) {
+            __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+            return XP_ERR_TIMEOUT;
+        }
+        xp_status_t st = xp_futex_wait(&db->seq, seen,
+                                       deadline_ns == UINT64_MAX ? UINT64_MAX : deadline_ns - now);
+        __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+        if (st != XP_OK && st != XP_ERR_TIMEOUT)
+            return st;
+    }
+}

@@ -1,0 +1,68 @@
+/*
+ * util/atomic.h - atomics, CPU pause, and spin-then-futex waiting.
+ *
+ * Waiters spin briefly (XP_SPIN_COUNT polls with a pause) because a reply on
+ * the same machine often arrives within a microsecond, then sleep on a futex
+ * so an idle process uses no CPU and oversubscribed jobs still run. The futex
+ * word is 32 bits; it is shared between processes when it lives in shared
+ * memory (FUTEX_WAIT without the PRIVATE flag).
+ */
+#ifndef XP_UTIL_ATOMIC_H
+#define XP_UTIL_ATOMIC_H
+
+#include <stdint.h>
+#include "xportals/status.h"
+
+#define XP_CACHE_LINE 64
+#define XP_CACHE_ALIGNED __attribute__((aligned(XP_CACHE_LINE)))
+
+#define xp_load_acquire(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define xp_load_relaxed(p)      __atomic_load_n((p), __ATOMIC_RELAXED)
+#define xp_store_release(p, v)  __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define xp_store_relaxed(p, v)  __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define xp_fetch_add(p, v)      __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define xp_fetch_sub(p, v)      __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
+#define xp_exchange(p, v)       __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
+#define xp_cas(p, expected, desired) \
+    __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#define xp_fence()              __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+static inline void xp_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Sleep while *word == expected, at most timeout_ns (UINT64_MAX: forever).
+ * Returns XP_OK when woken or the value differs, XP_ERR_TIMEOUT on timeout.
+ * Spurious wake-ups are possible: callers re-check their condition. */
+xp_status_t xp_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+/* Wake up to `count` waiters on word (INT32_MAX: all). */
+void xp_futex_wake(uint32_t *word, int count);
+
+/* Wait until pred(arg) is true: spin XP_SPIN_COUNT times, then sleep on *word
+ * (a "doorbell" the producer bumps with xp_doorbell_ring). deadline_ns is
+ * absolute (xp_time_ns clock); UINT64_MAX waits forever. */
+typedef int (*xp_wait_pred_t)(void *arg);
+xp_status_t xp_wait_until(xp_wait_pred_t pred, void *arg, uint32_t *word, uint64_t deadline_ns);
+
+/* A doorbell: a 32-bit sequence plus a count of sleepers, so a producer only
+ * pays for the futex system call when somebody actually sleeps. */
+typedef struct xp_doorbell {
+    uint32_t seq;
+    uint32_t sleepers;
+} xp_doorbell_t;
+
+static inline void xp_doorbell_init(xp_doorbell_t *db)
+{
+    db->seq = 0;
+    db->sleepers = 0;
+}
+void xp_doorbell_ring(xp_doorbell_t *db);
+/* Spin-then-sleep until pred(arg) holds or the deadline passes. */
+xp_status_t xp_doorbell_wait(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg, uint64_t deadline_ns);
+
+#endif

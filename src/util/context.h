@@ -1,0 +1,36 @@
+/*
+ * util/context.h - the library context: the one mutable global of Xportals.
+ *
+ * Each layer keeps its process-wide state behind one pointer here (declared
+ * as an incomplete type, so util does not depend on the layers above it).
+ */
+#ifndef XP_UTIL_CONTEXT_H
+#define XP_UTIL_CONTEXT_H
+
+#include <pthread.h>
+#include "util/config.h"
+
+struct xp_runtime;     /* runtime/ */
+struct xp_tl_state;    /* transport/ */
+struct xp_accel_state; /* accel/ */
+struct xp_ptl_state;   /* ptl/ */
+
+typedef struct xp_context {
+    /* util: configuration, parsed once */
+    pthread_once_t config_once;
+    xp_config_t config;
+    xp_status_t config_status;
+    unsigned char config_set[XP_CFG_NUM_VARS]; /* 1 = came from the environment */
+    /* util: logging */
+    int log_level;   /* -1 until the configuration is read */
+    int log_rank;    /* -1 until the runtime knows it */
+    /* layers above */
+    struct xp_runtime *runtime;
+    struct xp_tl_state *tl;
+    struct xp_accel_state *accel;
+    struct xp_ptl_state *ptl;
+} xp_context_t;
+
+extern xp_context_t xp_ctx;
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * tests/xp_test.h - assertions that print both sides and where they failed.
+ *
+ * A test program is a main() that calls XP_CHECK* and ends with
+ * `return xp_test_result();` (0 pass, 1 fail). Exit 77 means "skipped".
+ */
+#ifndef XP_TEST_H
+#define XP_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int xp_test_failures_;
+
+#define XP_TEST_SKIP(...)                                                    \
+    do {                                                                     \
+        fprintf(stderr, "SKIP: " __VA_ARGS__);                               \
+        fputc('\n', stderr);                                                 \
+        exit(77);                                                            \
+    } while (0)
+
+#define XP_CHECK(cond)                                                       \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            xp_test_failures_++;                                             \
+        }                                                                    \
+    } while (0)
+
+#define XP_CHECK_INT(a, op, b)                                               \
+    do {                                                                     \
+        long long xa_ = (long long)(a), xb_ = (long long)(b);                \
+        if (!(xa_ op xb_)) {                                                 \
+            fprintf(stderr, "%s:%d: check failed: %s %s %s (%lld vs %lld)\n", \
+                    __FILE__, __LINE__, #a, #op, #b, xa_, xb_);              \
+            xp_test_failures_++;                                             \
+        }                                                                    \
+    } while (0)
+
+#define XP_CHECK_EQ(a, b) XP_CHECK_INT(a, ==, b)
+
+#define XP_CHECK_STR(a, b)                                                   \
+    do {                                                                     \
+        const char *xa_ = (a), *xb_ = (b);                                   \
+        if (!xa_ || !xb_ || strcmp(xa_, xb_)) {                              \
+            fprintf(stderr, "%s:%d: check failed: %s == %s (\"%s\" vs \"%s\")\n", \
+                    __FILE__, __LINE__, #a, #b, xa_ ? xa_ : "(null)",        \
+                    xb_ ? xb_ : "(null)");                                   \
+            xp_test_failures_++;                                             \
+        }                                                                    \
+    } while (0)
+
+/* Abort the test at once (for checks later code depends on). */
+#define XP_REQUIRE(cond)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "%s:%d: required: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                         \
+        }                                                                    \
+    } while (0)
+
+static inline int xp_test_result(void)
+{
+    if (xp_test_failures_)
+        fprintf(stderr, "%d check(s) failed\n", xp_test_failures_);
+    return xp_test_failures_ ? 1 : 0;
+}
+
+#endif
