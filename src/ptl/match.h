@@ -209,9 +209,10 @@ void xp_match_uh_remove(xp_match_table_t *t, xp_match_header_t *h);
 
 /* The earliest header (in arrival order) that `spec` matches and accept
  * (if not NULL) accepts, strictly after `after` when after is not NULL
- * (after must still be linked). Used on a priority-list append (first
- * match, consume it) and by PtlMESearch (SEARCH_ONLY: first; SEARCH_DELETE:
- * loop with after = previous result, fetching the next before removing). */
+ * (after must still be linked and matched by spec, else NULL).
+ * Uses: a priority-list append (first match, consume it), PtlMESearch
+ * SEARCH_ONLY (first match) and SEARCH_DELETE (loop with after = previous
+ * result; fetch the next one before removing the previous). */
 xp_match_header_t *xp_match_uh_find(xp_match_table_t *t, const xp_match_spec_t *spec,
                                     xp_match_header_t *after, xp_match_uh_accept_t accept,
                                     void *arg);
