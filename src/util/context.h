@@ -14,6 +14,7 @@ struct xp_runtime;     /* runtime/ */
 struct xp_tl_state;    /* transport/ */
 struct xp_accel_state; /* accel/ */
 struct xp_ptl_state;   /* ptl/ */
+struct xp_ptl_objects; /* ptl/ (CT, EQ) */
 
 typedef struct xp_context {
     /* util: configuration, parsed once */
@@ -29,6 +30,7 @@ typedef struct xp_context {
     struct xp_tl_state *tl;
     struct xp_accel_state *accel;
     struct xp_ptl_state *ptl;
+    struct xp_ptl_objects *ptl_objects; /* ptl/handle.c: CT and EQ handle tables */
 } xp_context_t;
 
 extern xp_context_t xp_ctx;
