@@ -22,4 +22,25 @@ XP_CONFIG_VAR(bootstrap_timeout, INT, "XP_BOOTSTRAP_TIMEOUT", "120", 1, 86400, "
               "Seconds to wait for the launcher's answer before giving up")
 XP_CONFIG_VAR(spin_count, INT, "XP_SPIN_COUNT", "2000", 0, 100000000, "",
               "Polls before a waiting thread sleeps on a futex")
+XP_CONFIG_VAR(accel_cuda, ENUM, "XP_ACCEL_CUDA", "auto", 0, 0, "off|auto",
+              "Load the CUDA agent plugin when a CUDA agent is requested or the process uses CUDA (auto), or never (off)")
+XP_CONFIG_VAR(accel_plugin_dir, STRING, "XP_ACCEL_PLUGIN_DIR", "", 0, 0, "",
+              "Folder holding libxpaccel_cuda.so (default: <libdir>/xportals next to libportals)")
+/* clang-format on */
+/* clang-format off */
+XP_CONFIG_VAR(shm_ring_size, SIZE, "XP_SHM_RING_SIZE", "1m", 131072, 1073741824, "",
+              "Bytes of each process's shared-memory inbox ring (rounded down to a power of two)")
+XP_CONFIG_VAR(dt_work_unit, SIZE, "XP_DT_WORK_UNIT", "2k", 256, 65536, "",
+              "Datatype engine: bytes per work unit that long blocks are split into for GPU warps")
+XP_CONFIG_VAR(dt_threads, INT, "XP_DT_THREADS", "1", 1, 256, "",
+              "Datatype engine: CPU threads (caller included) that share one large pack / unpack")
+XP_CONFIG_VAR(dt_par_min, SIZE, "XP_DT_PAR_MIN", "8m", 4096, 1099511627776, "",
+              "Datatype engine: smallest pack / unpack window split over XP_DT_THREADS threads")
+XP_CONFIG_VAR(dt_max_segments, SIZE, "XP_DT_MAX_SEGMENTS", "16m", 16, 1099511627776, "",
+              "Datatype engine: most flattened segments cached for one type (commit fails above)")
+XP_CONFIG_VAR(dt_zero_copy, BOOL, "XP_DT_ZERO_COPY", "1", 0, 0, "",
+              "Datatype engine: GPU kernels read / write pinned host buffers directly (zero copy) "
+              "instead of staging through device memory")
+XP_CONFIG_VAR(dt_cuda, ENUM, "XP_DT_CUDA", "auto", 0, 0, "off|auto",
+              "Datatype engine: load the xpdt_cuda plugin once the process uses CUDA (auto), or never (off)")
 /* clang-format on */

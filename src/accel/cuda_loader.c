@@ -1,0 +1,265 @@
+/* The CUDA agent as libportals sees it: the plugin is loaded on first need
+ * (dlopen), memory-type queries go through it with a small range cache, and
+ * the agent ops forward to it. Without the plugin or a GPU every pointer is
+ * host memory and creating a CUDA agent fails with XP_ERR_UNSUPPORTED. */
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel/accel_internal.h"
+#include "accel/cuda_plugin.h"
+#include "util/config.h"
+#include "util/context.h"
+#include "util/log.h"
+
+#define RANGE_CACHE_SIZE 64
+
+typedef struct mem_range {
+    uintptr_t base;
+    size_t len;
+    int type;
+} mem_range_t;
+
+/* Process state of the accel layer (xp_ctx.accel). */
+struct xp_accel_state {
+    pthread_mutex_t lock;
+    int tried;                        /* load attempted */
+    void *dl;
+    const xp_cuda_plugin_ops_t *ops;
+    int ndevices;
+    mem_range_t ranges[RANGE_CACHE_SIZE];
+    unsigned next_range;              /* round-robin replacement */
+};
+
+/* The state is created on first use and published with a CAS, so the
+ * library context stays the only global. */
+static struct xp_accel_state *state_get(void)
+{
+    struct xp_accel_state *s = __atomic_load_n(&xp_ctx.accel, __ATOMIC_ACQUIRE);
+    if (s)
+        return s;
+    struct xp_accel_state *fresh = calloc(1, sizeof(*fresh));
+    if (!fresh)
+        abort(); /* a few hundred bytes: nothing sensible is left to do */
+    pthread_mutex_init(&fresh->lock, NULL);
+    if (__atomic_compare_exchange_n(&xp_ctx.accel, &s, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return fresh;
+    pthread_mutex_destroy(&fresh->lock);
+    free(fresh);
+    return s;
+}
+
+static void *try_open(const char *dir)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, XP_CUDA_PLUGIN_FILE) >= (int)sizeof(path))
+        return NULL;
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl)
+        xp_debug("CUDA plugin %s not loaded: %s", path, dlerror());
+    return dl;
+}
+
+/* XP_ACCEL_PLUGIN_DIR, then <dir of libportals>/xportals, then
+ * <dir of libportals>/../lib/xportals (tests linking the static layers). */
+static void *open_plugin(void)
+{
+    const char *dir = xp_config()->accel_plugin_dir;
+    if (dir && *dir)
+        return try_open(dir);
+    Dl_info info;
+    if (!dladdr((void *)open_plugin, &info) || !info.dli_fname)
+        return NULL;
+    char self[PATH_MAX], sub[PATH_MAX];
+    snprintf(self, sizeof(self), "%s", info.dli_fname);
+    char *base = dirname(self);
+    snprintf(sub, sizeof(sub), "%s/xportals", base);
+    void *dl = try_open(sub);
+    if (!dl) {
+        snprintf(sub, sizeof(sub), "%s/../lib/xportals", base);
+        dl = try_open(sub);
+    }
+    return dl;
+}
+
+static void load_locked(struct xp_accel_state *s)
+{
+    if (s->tried)
+        return;
+    s->tried = 1;
+    if (xp_config()->accel_cuda == 0) /* off */
+        return;
+    void *dl = open_plugin();
+    if (!dl)
+        return;
+    xp_cuda_plugin_get_fn get = (xp_cuda_plugin_get_fn)dlsym(dl, XP_CUDA_PLUGIN_SYMBOL);
+    const xp_cuda_plugin_ops_t *ops = get ? get() : NULL;
+    if (!ops || ops->size != sizeof(*ops) || ops->abi != XP_CUDA_PLUGIN_ABI) {
+        xp_warn("CUDA plugin has no or an incompatible %s, ignored", XP_CUDA_PLUGIN_SYMBOL);
+        dlclose(dl);
+        return;
+    }
+    s->dl = dl;
+    s->ops = ops;
+    s->ndevices = ops->device_count();
+    xp_debug("CUDA plugin loaded, %d device(s)", s->ndevices);
+}
+
+const struct xp_cuda_plugin_ops *xp_accel_cuda_plugin(void)
+{
+    struct xp_accel_state *s = state_get();
+    pthread_mutex_lock(&s->lock);
+    load_locked(s);
+    pthread_mutex_unlock(&s->lock);
+    return s->ndevices > 0 ? s->ops : NULL;
+}
+
+int xp_accel_cuda_available(void)
+{
+    return xp_accel_cuda_plugin() != NULL;
+}
+
+/* ---- memory types ---- */
+
+/* Only a process that has the CUDA driver loaded can hold device pointers:
+ * so an application that never touched CUDA pays one dlopen probe, once. */
+static int driver_loaded(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    dlclose(h);
+    return 1;
+}
+
+xp_mem_type_t xp_mem_type(const void *ptr)
+{
+    struct xp_accel_state *s = state_get();
+    if (!ptr)
+        return XP_MEM_HOST;
+    if (!__atomic_load_n(&s->tried, __ATOMIC_ACQUIRE)) {
+        if (!driver_loaded())
+            return XP_MEM_HOST;
+        xp_accel_cuda_plugin();
+    }
+    if (!s->ops || s->ndevices <= 0)
+        return XP_MEM_HOST;
+    uintptr_t p = (uintptr_t)ptr;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < RANGE_CACHE_SIZE; i++) {
+        mem_range_t *r = &s->ranges[i];
+        if (r->len && p - r->base < r->len) {
+            int t = r->type;
+            pthread_mutex_unlock(&s->lock);
+            return (xp_mem_type_t)t;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    uintptr_t base = 0;
+    size_t len = 0;
+    int t = s->ops->mem_query(ptr, &base, &len);
+    if (t != XP_MEM_HOST && len) {
+        pthread_mutex_lock(&s->lock);
+        s->ranges[s->next_range++ % RANGE_CACHE_SIZE] = (mem_range_t){base, len, t};
+        pthread_mutex_unlock(&s->lock);
+    }
+    return (xp_mem_type_t)t;
+}
+
+void xp_mem_type_invalidate(const void *ptr, size_t len)
+{
+    struct xp_accel_state *s = state_get();
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + len;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < RANGE_CACHE_SIZE; i++) {
+        mem_range_t *r = &s->ranges[i];
+        if (r->len && r->base < hi && lo < r->base + r->len)
+            r->len = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- the CUDA agent ---- */
+
+typedef struct cuda_agent {
+    const xp_cuda_plugin_ops_t *ops;
+    int device;
+    int nblocks;
+} cuda_agent_t;
+
+static xp_status_t cuda_start(xp_agent_t *agent, const xp_agent_params_t *params)
+{
+    const xp_cuda_plugin_ops_t *ops = xp_accel_cuda_plugin();
+    if (!ops)
+        return XP_ERR_UNSUPPORTED;
+    if (params->device < 0 || params->device >= state_get()->ndevices)
+        return XP_ERR_INVALID;
+    cuda_agent_t *a = calloc(1, sizeof(*a));
+    if (!a)
+        return XP_ERR_NO_MEMORY;
+    a->ops = ops;
+    a->device = params->device;
+    a->nblocks = params->num_workers;
+    agent->impl = a;
+    return XP_OK;
+}
+
+static void cuda_stop(xp_agent_t *agent)
+{
+    free(agent->impl);
+}
+
+static xp_status_t cuda_queue_alloc(xp_agent_t *agent, size_t bytes, void **mem_out)
+{
+    cuda_agent_t *a = agent->impl;
+    return a->ops->host_alloc(bytes, mem_out);
+}
+
+static void cuda_queue_free(xp_agent_t *agent, void *mem, size_t bytes)
+{
+    cuda_agent_t *a = agent->impl;
+    a->ops->host_free(mem);
+}
+
+static xp_status_t cuda_queue_added(xp_agent_t *agent, xp_queue_t *queue)
+{
+    cuda_agent_t *a = agent->impl;
+    /* The GPU advances the read index and cannot wake futex sleepers. */
+    queue->shm->space.flags |= XP_SIGNAL_F_DEVICE;
+    return a->ops->queue_start(a->device, a->nblocks, queue->shm, &queue->agent_data);
+}
+
+static void cuda_queue_removed(xp_agent_t *agent, xp_queue_t *queue)
+{
+    cuda_agent_t *a = agent->impl;
+    a->ops->queue_stop(queue->agent_data);
+    queue->agent_data = NULL;
+}
+
+static xp_status_t cuda_signal_alloc(xp_agent_t *agent, xp_signal_t **signal_out)
+{
+    cuda_agent_t *a = agent->impl;
+    return a->ops->host_alloc(sizeof(xp_signal_t), (void **)signal_out);
+}
+
+static void cuda_signal_free(xp_agent_t *agent, xp_signal_t *signal)
+{
+    cuda_agent_t *a = agent->impl;
+    a->ops->host_free(signal);
+}
+
+const xp_agent_ops_t xp_agent_cuda_ops = {
+    .size = sizeof(xp_agent_ops_t),
+    .name = "cuda",
+    .start = cuda_start,
+    .stop = cuda_stop,
+    .queue_alloc = cuda_queue_alloc,
+    .queue_free = cuda_queue_free,
+    .queue_added = cuda_queue_added,
+    .queue_removed = cuda_queue_removed,
+    .signal_alloc = cuda_signal_alloc,
+    .signal_free = cuda_signal_free,
+};

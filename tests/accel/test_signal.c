@@ -1,0 +1,120 @@
+/* Signals: every update operation, every wait condition, timeouts, wake-ups
+ * across threads and across processes (signal in shared memory). */
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xp_test.h"
+#include "xportals/accel.h"
+#include "util/clock.h"
+
+static void *delayed_store(void *arg)
+{
+    usleep(20000);
+    xp_signal_store(arg, 7);
+    return NULL;
+}
+
+static void test_ops(void)
+{
+    xp_signal_t s;
+    xp_signal_init(&s, 5, 0);
+    XP_CHECK_EQ(xp_signal_load(&s), 5);
+    XP_CHECK_EQ(xp_signal_add(&s, 3), 5);
+    XP_CHECK_EQ(xp_signal_add(&s, -10), 8);
+    XP_CHECK_EQ(xp_signal_load(&s), -2);
+    XP_CHECK_EQ(xp_signal_exchange(&s, 100), -2);
+    XP_CHECK_EQ(xp_signal_cas(&s, 1, 2), 100);    /* fails: value stays */
+    XP_CHECK_EQ(xp_signal_load(&s), 100);
+    XP_CHECK_EQ(xp_signal_cas(&s, 100, 2), 100);  /* succeeds */
+    XP_CHECK_EQ(xp_signal_load(&s), 2);
+    xp_signal_store(&s, INT64_MIN);
+    XP_CHECK_EQ(xp_signal_load(&s), INT64_MIN);
+}
+
+static void test_conditions(void)
+{
+    xp_signal_t s;
+    int64_t v = 0;
+    xp_signal_init(&s, 3, 0);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_EQ, 3, 0, &v), XP_OK);
+    XP_CHECK_EQ(v, 3);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_NE, 4, 0, &v), XP_OK);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_LT, 4, 0, &v), XP_OK);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_GTE, 3, 0, &v), XP_OK);
+    uint64_t t0 = xp_time_ns();
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_EQ, 4, 30000000ull, &v), XP_ERR_TIMEOUT);
+    XP_CHECK(xp_time_ns() - t0 >= 30000000ull);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_LT, 3, 1000, NULL), XP_ERR_TIMEOUT);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_GTE, 4, 1000, NULL), XP_ERR_TIMEOUT);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_NE, 3, 1000, NULL), XP_ERR_TIMEOUT);
+    /* bad input: errors, not crashes */
+    XP_CHECK_EQ(xp_signal_wait(NULL, XP_SIGNAL_EQ, 0, 0, NULL), XP_ERR_INVALID);
+    XP_CHECK_EQ(xp_signal_wait(&s, (xp_signal_cond_t)9, 0, 0, NULL), XP_ERR_INVALID);
+}
+
+static void test_thread_wake(void)
+{
+    xp_signal_t s;
+    pthread_t t;
+    int64_t v = 0;
+    xp_signal_init(&s, 0, 0);
+    pthread_create(&t, NULL, delayed_store, &s);
+    uint64_t t0 = xp_time_ns();
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_EQ, 7, 5000000000ull, &v), XP_OK);
+    XP_CHECK_EQ(v, 7);
+    XP_CHECK(xp_time_ns() - t0 < 2000000000ull);
+    pthread_join(t, NULL);
+}
+
+/* A child decrements a shared signal N times; the parent sleeps until 0. */
+static void test_process_wake(void)
+{
+    xp_signal_t *s = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    XP_REQUIRE(s != MAP_FAILED);
+    xp_signal_init(s, 4, 0);
+    pid_t pid = fork();
+    XP_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; i < 4; i++) {
+            usleep(5000);
+            xp_signal_add(s, -1);
+        }
+        _exit(0);
+    }
+    XP_CHECK_EQ(xp_signal_wait(s, XP_SIGNAL_EQ, 0, 5000000000ull, NULL), XP_OK);
+    int status;
+    waitpid(pid, &status, 0);
+    XP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    munmap(s, 4096);
+}
+
+/* Device-flagged signals sleep in slices, so even an update that wakes
+ * nobody (as a GPU's would) is seen. */
+static void *silent_store(void *arg)
+{
+    usleep(10000);
+    __atomic_store_n(&((xp_signal_t *)arg)->value, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_device_flag(void)
+{
+    xp_signal_t s;
+    pthread_t t;
+    xp_signal_init(&s, 0, XP_SIGNAL_F_DEVICE);
+    pthread_create(&t, NULL, silent_store, &s);
+    XP_CHECK_EQ(xp_signal_wait(&s, XP_SIGNAL_EQ, 1, 2000000000ull, NULL), XP_OK);
+    pthread_join(t, NULL);
+}
+
+int main(void)
+{
+    test_ops();
+    test_conditions();
+    test_thread_wake();
+    test_process_wake();
+    test_device_flag();
+    return xp_test_result();
+}
