@@ -30,6 +30,10 @@ typedef struct xp_tl xp_tl_t;
 /* Called by poll() for every packet that arrived; `pkt` is valid only during the call. */
 typedef void (*xp_tl_recv_fn)(void *arg, int src_rank, const void *pkt, size_t len);
 
+/* open() may keep the params pointer: it stays valid until close(). The
+ * manager fills in `doorbell` after every transport is open (it may come from
+ * a transport's shared segment), so a transport reads params->doorbell when it
+ * rings, never caching it at open. */
 typedef struct xp_tl_params {
     xp_tl_recv_fn recv;   /* packet handler (the engine's dispatcher) */
     void *recv_arg;
@@ -58,6 +62,15 @@ typedef struct xp_tl_ops {
                          const struct iovec *remote, int nremote);
     xp_status_t (*writev)(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
                           const struct iovec *remote, int nremote);
+    /* ---- Optional (may be NULL; tables with a smaller `size` lack them). ---- */
+    /* Nonzero if poll() would deliver a packet now (cheap; any thread). */
+    int (*pending)(xp_tl_t *tl);
+    /* A doorbell living in memory that peers can ring (shared segment): the
+     * first open transport that has one provides the process doorbell. */
+    xp_doorbell_t *(*doorbell)(xp_tl_t *tl);
+    /* Capabilities towards one reachable peer when they differ from `caps`
+     * (e.g. RMA only where a probe succeeded at open). */
+    uint32_t (*peer_caps)(xp_tl_t *tl, int rank);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -66,17 +79,32 @@ typedef struct xp_tl_ops {
  * Packets are handed to recv; every arrival rings the process doorbell. */
 xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg);
 void xp_tl_fini(void);
-/* Send one packet to rank (any rank of the job, including this one). */
+/* Send one packet to rank (any rank of the job, including this one).
+ * Thread-safe, and safe to call from inside the packet handler. Never blocks:
+ * XP_ERR_AGAIN when the peer's inbox is full (poll and retry later; inside
+ * the handler, queue the packet instead of spinning: the handler runs with
+ * this process's inbox locked, so spinning there can deadlock two peers that
+ * both wait for room); XP_ERR_PEER_DEAD when the peer process is gone;
+ * XP_ERR_OVERFLOW above xp_tl_max_packet(rank); XP_ERR_NOT_FOUND when no
+ * transport reaches rank; XP_ERR_INVALID for a bad rank. */
 xp_status_t xp_tl_send(int rank, const void *hdr, size_t hdr_len, const void *data, size_t data_len);
-/* Poll every open transport; returns the number of packets delivered. */
+/* Poll every open transport; returns the number of packets delivered.
+ * Callable from several threads (one polls a given inbox at a time; the others
+ * return 0 at once) and from inside the handler (returns 0). */
 int xp_tl_progress(void);
+/* Nonzero if xp_tl_progress() would deliver something now: the predicate a
+ * progress thread gives xp_doorbell_wait(xp_tl_doorbell(), ...). */
+int xp_tl_pending(void);
 /* Largest packet that reaches `rank`; 0 if unreachable. */
 size_t xp_tl_max_packet(int rank);
 uint32_t xp_tl_caps(int rank);
 xp_status_t xp_tl_readv(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
 xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
 /* The process doorbell (in shared memory, so peers can ring it): a thread
- * with nothing to do sleeps on it (xp_doorbell_wait) until a packet arrives. */
+ * with nothing to do sleeps on it (xp_doorbell_wait) until a packet arrives.
+ * Senders only pay for seq++ and a futex wake when `sleepers` is nonzero, so
+ * wait with xp_doorbell_wait (which counts sleepers) and a predicate that
+ * includes xp_tl_pending(); a plain xp_wait_until on `seq` may never wake. */
 xp_doorbell_t *xp_tl_doorbell(void);
 /* Names of the compiled-in transports (for xpinfo), NULL-terminated. */
 const char *const *xp_tl_names(void);

@@ -1,0 +1,257 @@
+/*
+ * transport/shm.c - processes on one machine.
+ *
+ * Every process owns a segment (shm_seg.h) with its inbox ring and process
+ * doorbell; at open it publishes the segment's name through the runtime's
+ * key-value exchange, maps the segments of every peer on its node, and after
+ * a barrier (every peer has mapped it) unlinks its own name, so /dev/shm is
+ * clean even if a process is SIGKILLed later. Packets go into the receiver's
+ * ring; bulk data moves single-copy with process_vm_readv/writev where a probe
+ * at open shows it is allowed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+#include "transport/shm_seg.h"
+#include "transport/tl_list.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#define SHM_MAX_PACKET (32u * 1024u)
+#define SHM_KV_KEY "xp.tl.shm"
+
+/* What a process publishes about its segment. */
+typedef struct shm_addr {
+    char name[XP_SHM_NAME_MAX];
+    int32_t pid;
+    uint64_t hdr_addr; /* where the owner mapped it (to probe CMA) */
+} shm_addr_t;
+
+typedef struct shm_peer {
+    uint64_t cached_head;  /* senders' view of the peer ring's head */
+    xp_shm_ring_t *ring;   /* NULL: not reachable */
+    xp_doorbell_t *db;
+    xp_shm_seg_t seg;      /* our mapping (unused for our own rank) */
+    pid_t pid;
+    int dead;
+    uint32_t caps;
+} XP_CACHE_ALIGNED shm_peer_t;
+
+typedef struct shm_tl {
+    int polling XP_CACHE_ALIGNED; /* consumer trylock */
+    xp_shm_ring_t *inbox;
+    const xp_tl_params_t *params;
+    int rank, size;
+    xp_shm_seg_t own;
+    shm_peer_t *peers;     /* size entries */
+} shm_tl_t;
+
+static uint32_t ring_cells(void)
+{
+    size_t bytes = xp_config()->shm_ring_size / XP_SHM_CELL;
+    uint32_t n = 16;
+    while ((size_t)n * 2 <= bytes && n < (1u << 30))
+        n *= 2;
+    return n;
+}
+
+/* Map the segment `rank` published; failure leaves the peer unreachable. */
+static void attach_peer(shm_tl_t *s, int rank)
+{
+    shm_addr_t addr;
+    size_t len = sizeof addr;
+    shm_peer_t *p = &s->peers[rank];
+    if (xp_kv_get(rank, SHM_KV_KEY, &addr, &len) != XP_OK || len != sizeof addr) {
+        xp_warn("shm: rank %d published no segment; it is unreachable through shm", rank);
+        return;
+    }
+    addr.name[XP_SHM_NAME_MAX - 1] = '\0';
+    if (xp_shm_seg_attach(addr.name, &p->seg) != XP_OK)
+        return;
+    p->ring = &p->seg.hdr->ring;
+    p->db = &p->seg.hdr->doorbell;
+    p->pid = addr.pid;
+    p->caps = XP_TL_CAP_SAME_NODE;
+    /* Probe single-copy access: read the peer's segment header where it mapped it. */
+    uint64_t magic = 0;
+    struct iovec l = {&magic, sizeof magic}, r = {(void *)(uintptr_t)addr.hdr_addr, sizeof magic};
+    if (xp_cma_copy(addr.pid, 0, &l, 1, &r, 1) == XP_OK && magic == s->own.hdr->magic)
+        p->caps |= XP_TL_CAP_RMA;
+    else
+        xp_info("shm: no process_vm_readv access to rank %d (pid %d)", rank, (int)addr.pid);
+}
+
+/* The collective part of open: publish, fence, attach, barrier, unlink. Every
+ * rank runs the same collectives even after a local failure, so that nobody hangs. */
+static xp_status_t exchange(shm_tl_t *s, xp_status_t created)
+{
+    xp_status_t st = created;
+    if (created == XP_OK) {
+        shm_addr_t addr = {.pid = (int32_t)getpid(), .hdr_addr = (uintptr_t)s->own.hdr};
+        snprintf(addr.name, sizeof addr.name, "%s", s->own.name);
+        st = xp_kv_put(SHM_KV_KEY, &addr, sizeof addr);
+    }
+    xp_status_t fst = xp_kv_fence();
+    if (st == XP_OK)
+        st = fst;
+    int node = xp_node_of(s->rank);
+    for (int r = 0; st == XP_OK && r < s->size; r++)
+        if (r != s->rank && xp_node_of(r) == node)
+            attach_peer(s, r);
+    xp_status_t bst = xp_barrier();
+    if (created == XP_OK)
+        xp_shm_seg_unlink(&s->own);
+    return st == XP_OK ? bst : st;
+}
+
+static void shm_tl_close(xp_tl_t *tl)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    for (int r = 0; s->peers && r < s->size; r++)
+        if (r != s->rank)
+            xp_shm_seg_close(&s->peers[r].seg);
+    xp_shm_seg_close(&s->own);
+    free(s->peers);
+    free(s);
+}
+
+static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
+{
+    if (!xp_initialized())
+        return XP_ERR_NOT_INIT;
+    shm_tl_t *s = aligned_alloc(XP_CACHE_LINE, sizeof *s);
+    if (!s)
+        return XP_ERR_NO_MEMORY;
+    memset(s, 0, sizeof *s);
+    s->params = params;
+    s->rank = xp_rank();
+    s->size = xp_size();
+    s->peers = aligned_alloc(XP_CACHE_LINE, sizeof(shm_peer_t) * (size_t)s->size);
+    if (!s->peers) {
+        free(s);
+        return XP_ERR_NO_MEMORY;
+    }
+    memset(s->peers, 0, sizeof(shm_peer_t) * (size_t)s->size);
+    /* Let peers read/write our memory with process_vm_* under Yama (no-op elsewhere). */
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    char name[XP_SHM_NAME_MAX];
+    snprintf(name, sizeof name, "/xp-%s-%d", xp_runtime_job_id(), s->rank);
+    xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
+    st = exchange(s, st);
+    if (st != XP_OK) {
+        shm_tl_close((xp_tl_t *)s);
+        return st;
+    }
+    s->inbox = &s->own.hdr->ring;
+    shm_peer_t *me = &s->peers[s->rank];
+    me->ring = s->inbox;
+    me->db = &s->own.hdr->doorbell;
+    me->pid = getpid();
+    me->caps = XP_TL_CAP_SAME_NODE | XP_TL_CAP_RMA;
+    *tl_out = (xp_tl_t *)s;
+    return XP_OK;
+}
+
+static int shm_reaches(xp_tl_t *tl, int rank)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    return rank >= 0 && rank < s->size && s->peers[rank].ring;
+}
+
+static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                            const void *data, size_t data_len)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    shm_peer_t *p = &s->peers[rank];
+    if (hdr_len + data_len > SHM_MAX_PACKET)
+        return XP_ERR_OVERFLOW;
+    if (xp_load_relaxed(&p->dead))
+        return XP_ERR_PEER_DEAD;
+    xp_status_t st = xp_shm_ring_push(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data, data_len);
+    if (st == XP_OK) {
+        xp_shm_doorbell_ring(p->db);
+        return XP_OK;
+    }
+    /* A full ring that nobody drains any more: the peer has died. */
+    if (st == XP_ERR_AGAIN && !xp_pid_alive(p->pid)) {
+        xp_store_relaxed(&p->dead, 1);
+        return XP_ERR_PEER_DEAD;
+    }
+    return st;
+}
+
+static int shm_pending(xp_tl_t *tl)
+{
+    return xp_shm_ring_pending(((shm_tl_t *)tl)->inbox);
+}
+
+static int shm_poll(xp_tl_t *tl, int budget)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    if (!xp_shm_ring_pending(s->inbox) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
+        return 0;
+    int n = xp_shm_ring_poll(s->inbox, budget, s->params->recv, s->params->recv_arg);
+    __atomic_store_n(&s->polling, 0, __ATOMIC_RELEASE);
+    return n < 0 ? 0 : n;
+}
+
+static xp_status_t shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
+                           int nlocal, const struct iovec *remote, int nremote)
+{
+    shm_peer_t *p = &s->peers[rank];
+    if (rank == s->rank)
+        return do_write ? xp_iov_copy(remote, nremote, local, nlocal)
+                        : xp_iov_copy(local, nlocal, remote, nremote);
+    if (!(p->caps & XP_TL_CAP_RMA))
+        return XP_ERR_UNSUPPORTED;
+    if (xp_load_relaxed(&p->dead))
+        return XP_ERR_PEER_DEAD;
+    xp_status_t st = xp_cma_copy(p->pid, do_write, local, nlocal, remote, nremote);
+    if (st == XP_ERR_PEER_DEAD)
+        xp_store_relaxed(&p->dead, 1);
+    return st;
+}
+
+static xp_status_t shm_readv(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
+                             const struct iovec *remote, int nremote)
+{
+    return shm_rma((shm_tl_t *)tl, rank, 0, local, nlocal, remote, nremote);
+}
+
+static xp_status_t shm_writev(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
+                              const struct iovec *remote, int nremote)
+{
+    return shm_rma((shm_tl_t *)tl, rank, 1, local, nlocal, remote, nremote);
+}
+
+static xp_doorbell_t *shm_doorbell(xp_tl_t *tl)
+{
+    return &((shm_tl_t *)tl)->own.hdr->doorbell;
+}
+
+static uint32_t shm_peer_caps(xp_tl_t *tl, int rank)
+{
+    return ((shm_tl_t *)tl)->peers[rank].caps;
+}
+
+const xp_tl_ops_t xp_tl_shm_ops = {
+    .size = sizeof(xp_tl_ops_t),
+    .name = "shm",
+    .caps = XP_TL_CAP_RMA | XP_TL_CAP_SAME_NODE,
+    .max_packet = SHM_MAX_PACKET,
+    .open = shm_tl_open,
+    .close = shm_tl_close,
+    .reaches = shm_reaches,
+    .send = shm_send,
+    .poll = shm_poll,
+    .readv = shm_readv,
+    .writev = shm_writev,
+    .pending = shm_pending,
+    .doorbell = shm_doorbell,
+    .peer_caps = shm_peer_caps,
+};

@@ -1,0 +1,128 @@
+/* The shared-memory MPSC packet ring (see shm_ring.h for the protocol). */
+#include <string.h>
+
+#include "transport/shm_ring.h"
+#include "util/log.h"
+
+#define SKIP_LEN UINT32_MAX
+#define FREE_SEQ UINT64_MAX
+
+static inline uint32_t cells_for(size_t len)
+{
+    return (uint32_t)((XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL);
+}
+
+size_t xp_shm_ring_bytes(uint32_t ncells)
+{
+    return sizeof(xp_shm_ring_t) + (size_t)ncells * sizeof(xp_shm_cell_t);
+}
+
+void xp_shm_ring_init(xp_shm_ring_t *ring, uint32_t ncells)
+{
+    ring->ncells = ncells;
+    ring->tail = 0;
+    ring->head = 0;
+    for (uint32_t i = 0; i < ncells; i++)
+        ring->cells[i].seq = FREE_SEQ;
+    xp_store_release(&ring->magic, XP_SHM_RING_MAGIC);
+}
+
+int xp_shm_ring_valid(const xp_shm_ring_t *ring, size_t mapped_bytes)
+{
+    uint32_t n = xp_load_acquire(&ring->ncells);
+    return xp_load_acquire(&ring->magic) == XP_SHM_RING_MAGIC && n >= 16 && !(n & (n - 1)) &&
+           xp_shm_ring_bytes(n) <= mapped_bytes;
+}
+
+size_t xp_shm_ring_max_packet(const xp_shm_ring_t *ring)
+{
+    return (size_t)(ring->ncells / 2) * XP_SHM_CELL - XP_SHM_CELL_HDR;
+}
+
+/* Claim `n` cells at position t if they are free; updates *t on a lost race.
+ * Returns 1 claimed, 0 lost the race (retry), -1 full. */
+static int claim(xp_shm_ring_t *ring, uint64_t *cached_head, uint64_t *t, uint32_t n)
+{
+    uint64_t h = xp_load_acquire(cached_head);
+    if ((int64_t)(*t + n - h) > (int64_t)ring->ncells) {
+        h = xp_load_acquire(&ring->head);
+        xp_store_release(cached_head, h);
+        if ((int64_t)(*t + n - h) > (int64_t)ring->ncells) {
+            /* Full only if our view of tail is current. */
+            uint64_t now = xp_load_relaxed(&ring->tail);
+            if (now == *t)
+                return -1;
+            *t = now;
+            return 0;
+        }
+    }
+    return xp_cas(&ring->tail, t, *t + n) ? 1 : 0;
+}
+
+xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                             const void *hdr, size_t hdr_len, const void *data, size_t data_len)
+{
+    size_t len = hdr_len + data_len;
+    if (len > xp_shm_ring_max_packet(ring))
+        return XP_ERR_OVERFLOW;
+    uint32_t need = cells_for(len), mask = ring->ncells - 1;
+    uint64_t t = xp_load_relaxed(&ring->tail);
+    for (;;) {
+        uint32_t idx = (uint32_t)(t & mask);
+        uint32_t n = idx + need > ring->ncells ? ring->ncells - idx : need;
+        int got = claim(ring, cached_head, &t, n);
+        if (got < 0)
+            return XP_ERR_AGAIN;
+        if (!got)
+            continue;
+        xp_shm_cell_t *c = &ring->cells[idx];
+        if (n == need) {
+            c->len = (uint32_t)len;
+            c->src = src;
+            if (hdr_len)
+                memcpy(c->payload, hdr, hdr_len);
+            if (data_len)
+                memcpy(c->payload + hdr_len, data, data_len);
+            xp_store_release(&c->seq, t);
+            return XP_OK;
+        }
+        /* Would wrap: pad to the end of the array, then claim again at 0. */
+        c->len = SKIP_LEN;
+        c->src = (int32_t)n;
+        xp_store_release(&c->seq, t);
+        t = xp_load_relaxed(&ring->tail);
+    }
+}
+
+int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg)
+{
+    uint32_t ncells = ring->ncells, mask = ncells - 1;
+    uint64_t h = xp_load_relaxed(&ring->head);
+    int delivered = 0;
+    while (delivered < budget) {
+        xp_shm_cell_t *c = &ring->cells[h & mask];
+        if (xp_load_acquire(&c->seq) != h)
+            break;
+        uint32_t len = c->len, room = ncells - (uint32_t)(h & mask), n;
+        if (len == SKIP_LEN) {
+            n = (uint32_t)c->src;
+            if (n == 0 || n > room)
+                goto corrupt;
+        } else {
+            n = cells_for(len);
+            if (n > room || n > ncells / 2)
+                goto corrupt;
+            fn(arg, c->src, c->payload, len);
+            delivered++;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            xp_store_relaxed(&ring->cells[(h + i) & mask].seq, FREE_SEQ);
+        h += n;
+        xp_store_release(&ring->head, h);
+    }
+    return delivered;
+corrupt:
+    xp_error("shm ring %p: corrupt packet at position %llu (len %u)", (void *)ring,
+             (unsigned long long)h, (unsigned)ring->cells[h & mask].len);
+    return -1;
+}

@@ -1,0 +1,70 @@
+/*
+ * transport/shm_ring.h - lock-free multi-producer single-consumer packet ring.
+ *
+ * The ring lives in shared memory (one per receiving process). It is an array
+ * of 64-byte cells; a packet occupies 1..n consecutive cells and is always
+ * contiguous (a producer that would wrap first claims the cells up to the end
+ * as a "skip" packet), so the consumer hands the handler a pointer straight
+ * into the ring: no copy on the receive side.
+ *
+ * Producers claim cells with a compare-and-swap on `tail`, write the packet,
+ * then publish it by storing the claim position into the first cell's `seq`
+ * (release). The consumer delivers the packet at `head` when that cell's seq
+ * equals head, clears the seq word of every cell it frees (so stale payload
+ * bytes can never look like a later position) and advances `head`.
+ * Producers read `head` only when their cached copy says the ring is full.
+ * `tail`, `head` and the read-only geometry sit on separate cache lines.
+ */
+#ifndef XP_TRANSPORT_SHM_RING_H
+#define XP_TRANSPORT_SHM_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/transport.h"
+#include "util/atomic.h"
+
+#define XP_SHM_CELL 64u               /* bytes per cell */
+#define XP_SHM_CELL_HDR 16u           /* seq + len + src at the start of a packet */
+#define XP_SHM_RING_MAGIC 0x58505249u /* "XPRI" */
+
+typedef struct xp_shm_cell {
+    uint64_t seq;  /* claim position once published; UINT64_MAX when free */
+    uint32_t len;  /* payload bytes, or XP_SHM_SKIP_LEN for padding */
+    int32_t src;   /* sender rank; for padding: number of cells */
+    unsigned char payload[XP_SHM_CELL - XP_SHM_CELL_HDR];
+} xp_shm_cell_t;
+
+typedef struct xp_shm_ring {
+    uint32_t magic;
+    uint32_t ncells;      /* power of two */
+    uint64_t tail XP_CACHE_ALIGNED; /* next position to claim (producers) */
+    uint64_t head XP_CACHE_ALIGNED; /* next position to deliver (consumer) */
+    xp_shm_cell_t cells[] XP_CACHE_ALIGNED;
+} xp_shm_ring_t;
+
+/* Bytes needed for a ring of ncells (a power of two >= 16). */
+size_t xp_shm_ring_bytes(uint32_t ncells);
+/* Initialise a ring in zeroed or reused memory of xp_shm_ring_bytes(ncells). */
+void xp_shm_ring_init(xp_shm_ring_t *ring, uint32_t ncells);
+/* Nonzero if `ring` looks initialised with ncells cells (for an attacher). */
+int xp_shm_ring_valid(const xp_shm_ring_t *ring, size_t mapped_bytes);
+/* Largest hdr_len + data_len one push accepts (half the ring, at most). */
+size_t xp_shm_ring_max_packet(const xp_shm_ring_t *ring);
+
+/* Append one packet from rank src. Thread-safe and lock-free.
+ * cached_head: the producer's private copy of ring->head (start it at 0).
+ * XP_ERR_AGAIN: not enough free cells now; XP_ERR_OVERFLOW: too large. */
+xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                             const void *hdr, size_t hdr_len, const void *data, size_t data_len);
+/* Deliver up to budget packets to fn. One consumer at a time (the caller
+ * serialises); returns the number delivered, or -1 if the ring is corrupt. */
+int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg);
+/* Nonzero if a packet (or padding) is ready at head. Any thread. */
+static inline int xp_shm_ring_pending(xp_shm_ring_t *ring)
+{
+    uint64_t h = xp_load_acquire(&ring->head);
+    return xp_load_acquire(&ring->cells[h & (ring->ncells - 1)].seq) == h;
+}
+
+#endif

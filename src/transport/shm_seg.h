@@ -1,0 +1,73 @@
+/*
+ * transport/shm_seg.h - a process's shared-memory segment, cross-memory
+ * copies (process_vm_readv/writev) and peer liveness. Independent of the
+ * runtime so that fork()-based tests can use it directly.
+ *
+ * A segment holds a header (magic, owner pid), the owner's process doorbell on
+ * its own cache line, and the owner's inbox ring. The owner creates it; peers
+ * attach by name; the owner unlinks the name once every peer has attached, so
+ * nothing is left in /dev/shm even if a process is killed.
+ */
+#ifndef XP_TRANSPORT_SHM_SEG_H
+#define XP_TRANSPORT_SHM_SEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "transport/shm_ring.h"
+#include "util/atomic.h"
+
+#define XP_SHM_NAME_MAX 96
+
+typedef struct xp_shm_seg_hdr {
+    uint64_t magic;
+    uint32_t version;
+    int32_t pid;          /* owner */
+    uint64_t size;        /* bytes mapped */
+    xp_doorbell_t doorbell XP_CACHE_ALIGNED;
+    char pad_[XP_CACHE_LINE - sizeof(xp_doorbell_t)];
+    xp_shm_ring_t ring XP_CACHE_ALIGNED; /* the inbox; cells follow */
+} xp_shm_seg_hdr_t;
+
+typedef struct xp_shm_seg {
+    xp_shm_seg_hdr_t *hdr; /* NULL when not mapped */
+    size_t size;
+    char name[XP_SHM_NAME_MAX]; /* "/xp-<job>-<rank>" */
+    int owner;                  /* 1: created by this process */
+    int linked;                 /* 1: the name still exists in /dev/shm */
+} xp_shm_seg_t;
+
+/* Create (exclusively; a stale name from a crashed run is replaced) and map a
+ * segment with a ring of ncells cells (power of two). */
+xp_status_t xp_shm_seg_create(const char *name, uint32_t ncells, xp_shm_seg_t *seg);
+/* Map a peer's segment by name and check it. */
+xp_status_t xp_shm_seg_attach(const char *name, xp_shm_seg_t *seg);
+/* Remove the name (the mappings stay valid). Idempotent. */
+void xp_shm_seg_unlink(xp_shm_seg_t *seg);
+/* Unmap (and unlink if this process owns it and has not yet). */
+void xp_shm_seg_close(xp_shm_seg_t *seg);
+
+/* Nonzero while process pid exists (kill(pid, 0) does not fail with ESRCH). */
+int xp_pid_alive(pid_t pid);
+
+/* Copy between local iovecs and pid's address space (totals must be equal);
+ * do_write: local -> remote. Handles partial transfers and > IOV_MAX entries.
+ * XP_ERR_PEER_DEAD if pid is gone, XP_ERR_PERMISSION if not allowed,
+ * XP_ERR_INVALID for bad addresses or unequal totals. */
+xp_status_t xp_cma_copy(pid_t pid, int do_write, const struct iovec *local, int nlocal,
+                        const struct iovec *remote, int nremote);
+/* Same semantics within this process (memcpy). */
+xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);
+
+/* Ring a peer's (or our own) doorbell after publishing a packet: a full fence,
+ * then the futex path only if somebody sleeps there. */
+static inline void xp_shm_doorbell_ring(xp_doorbell_t *db)
+{
+    xp_fence();
+    if (xp_load_relaxed(&db->sleepers))
+        xp_doorbell_ring(db);
+}
+
+#endif

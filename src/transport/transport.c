@@ -1,0 +1,284 @@
+/*
+ * transport/transport.c - the transport manager: registration, selection per
+ * peer, and the xp_tl_* calls the engine makes.
+ *
+ * Transports come from one explicit list (tl_list.h). XP_TRANSPORTS names the
+ * ones to open, in order of preference; each peer is served by the first open
+ * transport that reaches it, resolved once at init into a route table so a
+ * send is an array index and one indirect call.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/tl_list.h"
+#include "util/config.h"
+#include "util/context.h"
+#include "util/log.h"
+#include "xportals/xp.h"
+
+#define TL_MAX_OPEN 8
+#define TL_POLL_BUDGET 64
+
+#define XP_TL_OPS_(name) &xp_tl_##name##_ops,
+static const xp_tl_ops_t *const registry[] = {XP_TL_LIST(XP_TL_OPS_)};
+#undef XP_TL_OPS_
+#define XP_TL_NAME_(name) #name,
+static const char *const registry_names[] = {XP_TL_LIST(XP_TL_NAME_) NULL};
+#undef XP_TL_NAME_
+#define NREGISTRY (sizeof registry / sizeof registry[0])
+
+/* Does table `ops` (of ops->size bytes) contain `field`? */
+#define OPS_HAS(ops, field) \
+    ((ops)->size >= offsetof(xp_tl_ops_t, field) + sizeof((ops)->field) && (ops)->field)
+
+typedef struct tl_open {
+    const xp_tl_ops_t *ops;
+    xp_tl_t *tl;
+} tl_open_t;
+
+typedef struct tl_route {
+    const xp_tl_ops_t *ops; /* NULL: unreachable */
+    xp_tl_t *tl;
+    size_t max_packet;
+    uint32_t caps;
+} tl_route_t;
+
+struct xp_tl_state {
+    xp_tl_params_t params;   /* transports keep a pointer to it */
+    int nopen, size;
+    tl_open_t open[TL_MAX_OPEN];
+    tl_route_t *routes;      /* one per rank */
+    xp_doorbell_t local_doorbell; /* when no transport offers a shared one */
+};
+
+const char *const *xp_tl_names(void)
+{
+    return registry_names;
+}
+
+/* Reject incomplete tables (the libfabric habit). */
+static int ops_complete(const xp_tl_ops_t *ops, const char *name)
+{
+    int ok = ops->size >= offsetof(xp_tl_ops_t, writev) + sizeof ops->writev && ops->name &&
+             !strcmp(ops->name, name) && ops->max_packet && ops->open && ops->close &&
+             ops->reaches && ops->send && ops->poll;
+    if (ok && (ops->caps & XP_TL_CAP_RMA))
+        ok = ops->readv && ops->writev;
+    if (!ok)
+        xp_error("transport '%s' has an incomplete ops table; not used", name);
+    return ok;
+}
+
+static const xp_tl_ops_t *lookup(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NREGISTRY; i++)
+        if (strlen(registry_names[i]) == len && !strncmp(registry_names[i], name, len))
+            return ops_complete(registry[i], registry_names[i]) ? registry[i] : NULL;
+    return NULL;
+}
+
+static void close_all(struct xp_tl_state *st)
+{
+    for (int i = st->nopen - 1; i >= 0; i--)
+        st->open[i].ops->close(st->open[i].tl);
+    st->nopen = 0;
+}
+
+/* Open each transport named in the comma-separated list, in order. */
+static xp_status_t open_list(struct xp_tl_state *st, const char *list)
+{
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ", ");
+        if (len) {
+            const xp_tl_ops_t *ops = lookup(p, len);
+            if (!ops) {
+                xp_error("XP_TRANSPORTS: unknown or unusable transport '%.*s' (known: self, shm)",
+                         (int)len, p);
+                return XP_ERR_CONFIG;
+            }
+            int dup = 0;
+            for (int i = 0; i < st->nopen; i++)
+                dup |= st->open[i].ops == ops;
+            if (!dup) {
+                if (st->nopen == TL_MAX_OPEN)
+                    return XP_ERR_CONFIG;
+                xp_status_t s = ops->open(&st->params, &st->open[st->nopen].tl);
+                if (s != XP_OK) {
+                    xp_error("transport %s failed to open: %s", ops->name, xp_status_string(s));
+                    return s;
+                }
+                st->open[st->nopen++].ops = ops;
+            }
+        }
+        p += len;
+        p += strspn(p, ", ");
+    }
+    if (!st->nopen) {
+        xp_error("XP_TRANSPORTS names no transport");
+        return XP_ERR_CONFIG;
+    }
+    return XP_OK;
+}
+
+static void build_routes(struct xp_tl_state *st)
+{
+    for (int r = 0; r < st->size; r++) {
+        for (int i = 0; i < st->nopen; i++) {
+            const xp_tl_ops_t *ops = st->open[i].ops;
+            xp_tl_t *tl = st->open[i].tl;
+            if (!ops->reaches(tl, r))
+                continue;
+            st->routes[r] = (tl_route_t){ops, tl, ops->max_packet,
+                                         OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps};
+            break;
+        }
+    }
+    /* The process doorbell must be one that peers can ring. */
+    st->params.doorbell = &st->local_doorbell;
+    for (int i = 0; i < st->nopen; i++) {
+        const xp_tl_ops_t *ops = st->open[i].ops;
+        xp_doorbell_t *db = OPS_HAS(ops, doorbell) ? ops->doorbell(st->open[i].tl) : NULL;
+        if (db) {
+            st->params.doorbell = db;
+            break;
+        }
+    }
+}
+
+xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg)
+{
+    if (!recv)
+        return XP_ERR_INVALID;
+    if (!xp_initialized())
+        return XP_ERR_NOT_INIT;
+    if (xp_ctx.tl)
+        return XP_ERR_EXISTS;
+    struct xp_tl_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return XP_ERR_NO_MEMORY;
+    st->params.recv = recv;
+    st->params.recv_arg = recv_arg;
+    xp_doorbell_init(&st->local_doorbell);
+    st->size = xp_size();
+    st->routes = calloc((size_t)st->size, sizeof *st->routes);
+    xp_status_t s = st->routes ? open_list(st, xp_config()->transports) : XP_ERR_NO_MEMORY;
+    if (s != XP_OK)
+        goto err_close;
+    build_routes(st);
+    xp_ctx.tl = st;
+    return XP_OK;
+err_close:
+    close_all(st);
+    free(st->routes);
+    free(st);
+    return s;
+}
+
+void xp_tl_fini(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!st)
+        return;
+    xp_ctx.tl = NULL;
+    close_all(st);
+    free(st->routes);
+    free(st);
+}
+
+static inline const tl_route_t *route_of(int rank)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!st || rank < 0 || rank >= st->size)
+        return NULL;
+    return &st->routes[rank];
+}
+
+static xp_status_t route_error(int rank)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!st)
+        return XP_ERR_NOT_INIT;
+    if (rank < 0 || rank >= st->size)
+        return XP_ERR_INVALID;
+    return XP_ERR_NOT_FOUND;
+}
+
+xp_status_t xp_tl_send(int rank, const void *hdr, size_t hdr_len, const void *data, size_t data_len)
+{
+    const tl_route_t *r = route_of(rank);
+    if (!r || !r->ops)
+        return route_error(rank);
+    if (hdr_len + data_len > r->max_packet || hdr_len + data_len < hdr_len)
+        return XP_ERR_OVERFLOW;
+    if ((hdr_len && !hdr) || (data_len && !data))
+        return XP_ERR_INVALID;
+    return r->ops->send(r->tl, rank, hdr, hdr_len, data, data_len);
+}
+
+int xp_tl_progress(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!st)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < st->nopen; i++)
+        n += st->open[i].ops->poll(st->open[i].tl, TL_POLL_BUDGET);
+    return n;
+}
+
+int xp_tl_pending(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!st)
+        return 0;
+    for (int i = 0; i < st->nopen; i++) {
+        const xp_tl_ops_t *ops = st->open[i].ops;
+        if (!OPS_HAS(ops, pending) || ops->pending(st->open[i].tl))
+            return 1;
+    }
+    return 0;
+}
+
+size_t xp_tl_max_packet(int rank)
+{
+    const tl_route_t *r = route_of(rank);
+    return r && r->ops ? r->max_packet : 0;
+}
+
+uint32_t xp_tl_caps(int rank)
+{
+    const tl_route_t *r = route_of(rank);
+    return r && r->ops ? r->caps : 0;
+}
+
+static xp_status_t rma(int rank, int do_write, const struct iovec *local, int nlocal,
+                       const struct iovec *remote, int nremote)
+{
+    const tl_route_t *r = route_of(rank);
+    if (!r || !r->ops)
+        return route_error(rank);
+    if (!(r->caps & XP_TL_CAP_RMA))
+        return XP_ERR_UNSUPPORTED;
+    if (nlocal < 0 || nremote < 0 || (nlocal && !local) || (nremote && !remote))
+        return XP_ERR_INVALID;
+    return do_write ? r->ops->writev(r->tl, rank, local, nlocal, remote, nremote)
+                    : r->ops->readv(r->tl, rank, local, nlocal, remote, nremote);
+}
+
+xp_status_t xp_tl_readv(int rank, const struct iovec *local, int nlocal, const struct iovec *remote,
+                        int nremote)
+{
+    return rma(rank, 0, local, nlocal, remote, nremote);
+}
+
+xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const struct iovec *remote,
+                         int nremote)
+{
+    return rma(rank, 1, local, nlocal, remote, nremote);
+}
+
+xp_doorbell_t *xp_tl_doorbell(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    return st ? st->params.doorbell : NULL;
+}
