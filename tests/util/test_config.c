@@ -219,7 +219,7 @@ static void test_process_env(void)
         char small[2] = "zz";
         xp_config_value_string(i, buf, sizeof buf, NULL);
         xp_config_value_string(i, small, sizeof small, NULL);
-        XP_CHECK(small[1] == '\0');
+        XP_CHECK(small[0] == '\0' || small[1] == '\0');
     }
 }
 
