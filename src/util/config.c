@@ -37,13 +37,26 @@ const xp_config_info_t *xp_config_info(size_t idx)
     return idx < XP_CFG_NUM_VARS ? &table[idx] : NULL;
 }
 
+/* Base for strtol/strtoull, or -1. Those accept leading blanks, a minus sign
+ * on unsigned numbers (wrapping around) and octal for a leading 0; settings
+ * accept only decimal or 0x hexadecimal ("010" is ten). */
+static int number_base(const char *t, int allow_minus)
+{
+    if (allow_minus && *t == '-')
+        t++;
+    if (!isdigit((unsigned char)*t))
+        return -1;
+    return t[0] == '0' && (t[1] == 'x' || t[1] == 'X') ? 16 : 10;
+}
+
 xp_status_t xp_parse_size(const char *text, size_t *out)
 {
     char *end;
-    if (!text || !*text || *text == '-')
+    int base = text ? number_base(text, 0) : -1;
+    if (base < 0)
         return XP_ERR_INVALID;
     errno = 0;
-    unsigned long long v = strtoull(text, &end, 0);
+    unsigned long long v = strtoull(text, &end, base);
     if (errno || end == text)
         return XP_ERR_INVALID;
     unsigned shift = 0;
@@ -121,9 +134,10 @@ xp_status_t xp_config_parse(size_t idx, const char *text, xp_config_t *cfg, char
     }
     case XP_CFG_INT: {
         char *end;
+        int base = number_base(text, 1);
         errno = 0;
-        long v = strtol(text, &end, 0);
-        if (errno || end == text || *end) {
+        long v = base < 0 ? 0 : strtol(text, &end, base);
+        if (base < 0 || errno || end == text || *end) {
             snprintf(err, errlen, "%s=%s: expected an integer", ci->name, text);
             return XP_ERR_CONFIG;
         }

@@ -40,10 +40,12 @@ static inline uint64_t xp_hash64(uint64_t x)
     return x;
 }
 
-/* Fold value v into a running hash h (order matters: (a,b) != (b,a)). */
+/* Fold value v into a running hash h (order matters: (a,b) != (b,a)).
+ * For a fixed v it is a bijection of h, and for a fixed h a bijection of v,
+ * so distinct (source, match bits) pairs never collide through one field. */
 static inline uint64_t xp_hash_combine(uint64_t h, uint64_t v)
 {
-    return xp_hash64(h ^ (xp_hash64(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)));
+    return xp_hash64((h * 0x9e3779b97f4a7c15ull) ^ xp_hash64(v));
 }
 
 typedef struct xp_hash_slot {

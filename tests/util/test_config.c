@@ -88,6 +88,11 @@ static void test_int_bounds(void)
     XP_CHECK_EQ(xp_config_parse(row, "99999999999999999999999", &cfg, err, sizeof err), XP_ERR_CONFIG);
     XP_CHECK_EQ(xp_config_parse(row, "0x10", &cfg, err, sizeof err), XP_OK);
     XP_CHECK_EQ(cfg.bootstrap_timeout, 16);
+    XP_CHECK_EQ(xp_config_parse(row, "010", &cfg, err, sizeof err), XP_OK); /* not octal */
+    XP_CHECK_EQ(cfg.bootstrap_timeout, 10);
+    XP_CHECK_EQ(xp_config_parse(row, " 5", &cfg, err, sizeof err), XP_ERR_CONFIG);
+    XP_CHECK_EQ(xp_config_parse(row, "+5", &cfg, err, sizeof err), XP_ERR_CONFIG);
+    XP_CHECK_EQ(xp_config_parse(row, "-", &cfg, err, sizeof err), XP_ERR_CONFIG);
 }
 
 static void test_sizes(void)
@@ -95,8 +100,10 @@ static void test_sizes(void)
     static const struct { const char *text; size_t value; } good[] = {
         {"0", 0}, {"4096", 4096}, {"64k", 64 << 10}, {"64K", 64 << 10}, {"4m", 4 << 20},
         {"4MB", 4 << 20}, {"1g", 1ul << 30}, {"2t", 2ul << 40}, {"0x100", 256}, {"1kb", 1024},
+        {"010", 10}, {"010k", 10 << 10},
     };
-    static const char *const bad[] = {"", "k", "-1", "1.5k", "12q", "4 k", "1kk", "1kbb", "1b"};
+    static const char *const bad[] = {"", "k", "-1", " -1", " 1", "+1", "1.5k", "12q",
+                                      "4 k", "1kk", "1kbb", "1b", "0x", "1k "};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         size_t v = 1;
         XP_CHECK_EQ(xp_parse_size(good[i].text, &v), XP_OK);
