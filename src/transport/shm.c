@@ -19,11 +19,13 @@
 #include "runtime/runtime.h"
 #include "transport/shm_seg.h"
 #include "transport/tl_list.h"
+#include "util/clock.h"
 #include "util/config.h"
 #include "util/log.h"
 
 #define SHM_MAX_PACKET (32u * 1024u)
 #define SHM_KV_KEY "xp.tl.shm"
+#define SHM_LIVENESS_NS 1000000ull /* 1 ms */
 
 /* What a process publishes about its segment. */
 typedef struct shm_addr {
@@ -37,6 +39,7 @@ typedef struct shm_peer {
     xp_shm_ring_t *ring;   /* NULL: not reachable */
     xp_doorbell_t *db;
     xp_shm_seg_t seg;      /* our mapping (unused for our own rank) */
+    uint64_t checked_ns;   /* last liveness check */
     pid_t pid;
     int dead;
     uint32_t caps;
@@ -163,6 +166,20 @@ static int shm_reaches(xp_tl_t *tl, int rank)
     return rank >= 0 && rank < s->size && s->peers[rank].ring;
 }
 
+/* A full ring that nobody drains any more may mean the peer died; look at
+ * most once per SHM_LIVENESS_NS per peer, since callers retry in a loop. */
+static int peer_gone(shm_peer_t *p)
+{
+    uint64_t now = xp_time_ns(), last = xp_load_relaxed(&p->checked_ns);
+    if (now - last < SHM_LIVENESS_NS)
+        return 0;
+    xp_store_relaxed(&p->checked_ns, now);
+    if (xp_pid_alive(p->pid))
+        return 0;
+    xp_store_relaxed(&p->dead, 1);
+    return 1;
+}
+
 static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
                             const void *data, size_t data_len)
 {
@@ -177,11 +194,8 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
         xp_shm_doorbell_ring(p->db);
         return XP_OK;
     }
-    /* A full ring that nobody drains any more: the peer has died. */
-    if (st == XP_ERR_AGAIN && !xp_pid_alive(p->pid)) {
-        xp_store_relaxed(&p->dead, 1);
+    if (st == XP_ERR_AGAIN && peer_gone(p))
         return XP_ERR_PEER_DEAD;
-    }
     return st;
 }
 

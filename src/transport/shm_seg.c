@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -138,9 +139,30 @@ void xp_shm_seg_close(xp_shm_seg_t *seg)
     seg->hdr = NULL;
 }
 
+/* A zombie (dead, not yet reaped by its launcher) still answers kill(pid, 0). */
+static int is_zombie(pid_t pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the command name may contain anything */
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 int xp_pid_alive(pid_t pid)
 {
-    return kill(pid, 0) == 0 || errno != ESRCH;
+    if (pid <= 0)
+        return 0;
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return 0;
+    return !is_zombie(pid);
 }
 
 /* A position inside an iovec array. */
