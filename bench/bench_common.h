@@ -1,0 +1,504 @@
+/*
+ * bench/bench_common.h - shared harness of the Portals benchmarks (header
+ * only: every bench/NAME.c is a separate program).
+ *
+ * Only the public Portals 4 API is used. A benchmark runs under
+ * `xprun -n 2` (or more); rank and size come from a logical NI (PtlGetId,
+ * PtlGetMap) and the barrier is built from Portals puts on its own
+ * non-matching NI and portal table entry.
+ *
+ * Output: one line per measurement of space-separated key=value pairs,
+ * statistics over `reps` repeated runs (median, min, p90).
+ */
+#ifndef XP_BENCH_COMMON_H
+#define XP_BENCH_COMMON_H
+
+#include <inttypes.h>
+#include <portals4.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Portal table index of the barrier on its non-matching NI. */
+#define BENCH_BARRIER_PT 63
+
+typedef struct {
+    /* options (defaults set by bench_init, overridable on the command line) */
+    size_t min_size, max_size;
+    long   iters, warmup, reps, window, queue, posted;
+    int    use_me, any_source;
+    /* identity */
+    int rank, size;
+    /* barrier */
+    ptl_handle_ni_t bar_ni;
+    ptl_handle_ct_t bar_ct;
+    ptl_handle_le_t bar_le;
+    ptl_handle_md_t bar_md;
+    uint64_t        bar_epoch;
+    char            bar_buf[8];
+} bench_t;
+
+static inline void bench_die(const char *what, int rc)
+{
+    fprintf(stderr, "bench: %s failed (rc=%d)\n", what, rc);
+    exit(1);
+}
+
+/* Abort on any Portals error: a benchmark has no recovery path. */
+#define BENCH_CHECK(call)                                                      \
+    do {                                                                       \
+        int bench_rc_ = (call);                                                \
+        if (bench_rc_ != PTL_OK)                                               \
+            bench_die(#call, bench_rc_);                                       \
+    } while (0)
+
+static inline double bench_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+typedef struct {
+    double median, min, p90;
+} bench_stats_t;
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v. */
+static inline bench_stats_t bench_stats(double *v, long n)
+{
+    bench_stats_t s = { 0, 0, 0 };
+    if (n <= 0)
+        return s;
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
+    s.median = v[n / 2];
+    s.min = v[0];
+    s.p90 = v[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
+    return s;
+}
+
+/* ------------------------------------------------------------ options */
+
+static inline void bench_usage(const char *prog, const char *extra)
+{
+    fprintf(stderr,
+            "usage: %s [--min-size B] [--max-size B] [--iters N] [--warmup N] [--reps N]\n"
+            "          [--window N] %s\n"
+            "sizes accept k/m suffixes (KiB, MiB)\n",
+            prog, extra ? extra : "");
+    exit(2);
+}
+
+static inline size_t bench_parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (*end == 'k' || *end == 'K')
+        v <<= 10;
+    else if (*end == 'm' || *end == 'M')
+        v <<= 20;
+    else if (*end != '\0')
+        return (size_t)-1;
+    return (size_t)v;
+}
+
+static inline long bench_parse_long(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 0);
+    return *end || v < 0 ? -1 : v;
+}
+
+/* Parses the common options into b (b's defaults are set by the caller). */
+static inline void bench_parse(bench_t *b, int argc, char **argv, const char *extra)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long *lp = NULL;
+        if (!strcmp(a, "--me")) { b->use_me = 1; continue; }
+        if (!strcmp(a, "--any-source")) { b->any_source = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help") || !v)
+            bench_usage(argv[0], extra);
+        if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size") || !strcmp(a, "--size")) {
+            size_t s = bench_parse_size(v);
+            if (s == (size_t)-1)
+                bench_usage(argv[0], extra);
+            if (strcmp(a, "--max-size"))
+                b->min_size = s;
+            if (strcmp(a, "--min-size"))
+                b->max_size = s;
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--iters")) lp = &b->iters;
+        else if (!strcmp(a, "--warmup")) lp = &b->warmup;
+        else if (!strcmp(a, "--reps")) lp = &b->reps;
+        else if (!strcmp(a, "--window")) lp = &b->window;
+        else if (!strcmp(a, "--queue")) lp = &b->queue;
+        else if (!strcmp(a, "--posted")) lp = &b->posted;
+        else bench_usage(argv[0], extra);
+        if ((*lp = bench_parse_long(v)) < 0)
+            bench_usage(argv[0], extra);
+        i++;
+    }
+    if (b->min_size > b->max_size || b->reps < 1 || b->iters < 1 || b->window < 1)
+        bench_usage(argv[0], extra);
+}
+
+/* ------------------------------------------------------------ identity, barrier */
+
+static inline ptl_process_t bench_peer(int rank)
+{
+    ptl_process_t p;
+    p.rank = (ptl_rank_t)rank;
+    return p;
+}
+
+/* Counter-based barrier: everybody puts 0 bytes to rank 0, which waits for
+ * (size-1) * epoch arrivals and then releases everybody. A fast rank's next
+ * arrival can only follow its release, so cumulative thresholds suffice. */
+static inline void bench_barrier(bench_t *b)
+{
+    ptl_ct_event_t ev;
+    b->bar_epoch++;
+    if (b->size == 1)
+        return;
+    if (b->rank == 0) {
+        BENCH_CHECK(PtlCTWait(b->bar_ct, b->bar_epoch * (uint64_t)(b->size - 1), &ev));
+        for (int r = 1; r < b->size; r++)
+            BENCH_CHECK(PtlPut(b->bar_md, 0, 0, PTL_NO_ACK_REQ, bench_peer(r), BENCH_BARRIER_PT,
+                               0, 0, NULL, 0));
+    } else {
+        BENCH_CHECK(PtlPut(b->bar_md, 0, 0, PTL_NO_ACK_REQ, bench_peer(0), BENCH_BARRIER_PT, 0,
+                           0, NULL, 0));
+        BENCH_CHECK(PtlCTWait(b->bar_ct, b->bar_epoch, &ev));
+    }
+    if (ev.failure)
+        bench_die("barrier (failure counted)", (int)ev.failure);
+}
+
+static inline void bench_barrier_setup(bench_t *b)
+{
+    ptl_pt_index_t pt;
+    ptl_le_t le;
+    ptl_md_t md;
+    ptl_process_t id, first;
+    ptl_size_t map_size = 0;
+
+    BENCH_CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
+                          NULL, NULL, &b->bar_ni));
+    BENCH_CHECK(PtlGetId(b->bar_ni, &id));
+    BENCH_CHECK(PtlGetMap(b->bar_ni, 1, &first, &map_size));
+    b->rank = (int)id.rank;
+    b->size = (int)map_size;
+    BENCH_CHECK(PtlCTAlloc(b->bar_ni, &b->bar_ct));
+    BENCH_CHECK(PtlPTAlloc(b->bar_ni, 0, PTL_EQ_NONE, BENCH_BARRIER_PT, &pt));
+    memset(&le, 0, sizeof(le));
+    le.start = NULL;
+    le.length = 0;
+    le.ct_handle = b->bar_ct;
+    le.uid = PTL_UID_ANY;
+    le.options = PTL_LE_OP_PUT | PTL_LE_EVENT_CT_COMM | PTL_LE_EVENT_COMM_DISABLE;
+    BENCH_CHECK(PtlLEAppend(b->bar_ni, pt, &le, PTL_PRIORITY_LIST, NULL, &b->bar_le));
+    memset(&md, 0, sizeof(md));
+    md.start = b->bar_buf;
+    md.length = sizeof(b->bar_buf);
+    md.eq_handle = PTL_EQ_NONE;
+    md.ct_handle = PTL_CT_NONE;
+    BENCH_CHECK(PtlMDBind(b->bar_ni, &md, &b->bar_md));
+    b->bar_epoch = 0;
+}
+
+/* Initialise Portals, learn rank/size, set up the barrier and synchronise. */
+static inline void bench_init(bench_t *b, int argc, char **argv, const char *extra)
+{
+    bench_parse(b, argc, argv, extra);
+    BENCH_CHECK(PtlInit());
+    bench_barrier_setup(b);
+    bench_barrier(b);
+}
+
+static inline void bench_fini(bench_t *b)
+{
+    bench_barrier(b);
+    PtlMDRelease(b->bar_md);
+    PtlLEUnlink(b->bar_le);
+    PtlPTFree(b->bar_ni, BENCH_BARRIER_PT);
+    PtlCTFree(b->bar_ct);
+    PtlNIFini(b->bar_ni);
+    PtlFini();
+}
+
+/* ------------------------------------------------------------ data-path helpers */
+
+/* A logical NI with enough room for `entries` list entries and unexpected
+ * headers: asks for the defaults first, then re-opens with raised limits. */
+static inline ptl_handle_ni_t bench_ni(int matching, long entries)
+{
+    unsigned opts = (matching ? PTL_NI_MATCHING : PTL_NI_NO_MATCHING) | PTL_NI_LOGICAL;
+    ptl_ni_limits_t actual, desired;
+    ptl_handle_ni_t ni;
+
+    BENCH_CHECK(PtlNIInit(PTL_IFACE_DEFAULT, opts, PTL_PID_ANY, NULL, &actual, &ni));
+    if (actual.max_entries >= entries && actual.max_unexpected_headers >= entries &&
+        actual.max_list_size >= entries)
+        return ni;
+    BENCH_CHECK(PtlNIFini(ni));
+    desired = actual;
+    if (desired.max_entries < entries)
+        desired.max_entries = (int)entries;
+    if (desired.max_unexpected_headers < entries)
+        desired.max_unexpected_headers = (int)entries;
+    if (desired.max_list_size < entries)
+        desired.max_list_size = (int)entries;
+    BENCH_CHECK(PtlNIInit(PTL_IFACE_DEFAULT, opts, PTL_PID_ANY, &desired, &actual, &ni));
+    if (actual.max_entries < entries || actual.max_unexpected_headers < entries ||
+        actual.max_list_size < entries) {
+        fprintf(stderr, "bench: NI grants max_entries=%d max_unexpected_headers=%d "
+                        "max_list_size=%d, need %ld\n",
+                actual.max_entries, actual.max_unexpected_headers, actual.max_list_size,
+                entries);
+        exit(1);
+    }
+    return ni;
+}
+
+static inline ptl_handle_md_t bench_md(ptl_handle_ni_t ni, void *buf, size_t len,
+                                       unsigned options, ptl_handle_ct_t ct)
+{
+    ptl_md_t md;
+    ptl_handle_md_t h;
+    memset(&md, 0, sizeof(md));
+    md.start = buf;
+    md.length = len;
+    md.options = options;
+    md.eq_handle = PTL_EQ_NONE;
+    md.ct_handle = ct;
+    BENCH_CHECK(PtlMDBind(ni, &md, &h));
+    return h;
+}
+
+/* A persistent receive buffer counted by `ct`: an LE on a non-matching NI,
+ * an ME (fixed source `peer`, match bits `bits`) on a matching one. */
+static inline ptl_handle_any_t bench_post(ptl_handle_ni_t ni, int matching, ptl_pt_index_t pt,
+                                          void *buf, size_t len, ptl_handle_ct_t ct,
+                                          unsigned extra_options, ptl_process_t peer,
+                                          ptl_match_bits_t bits)
+{
+    ptl_handle_any_t h;
+    if (matching) {
+        ptl_me_t me;
+        memset(&me, 0, sizeof(me));
+        me.start = buf;
+        me.length = len;
+        me.ct_handle = ct;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM |
+                     PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE | extra_options;
+        me.match_id = peer;
+        me.match_bits = bits;
+        me.ignore_bits = 0;
+        BENCH_CHECK(PtlMEAppend(ni, pt, &me, PTL_PRIORITY_LIST, NULL, &h));
+    } else {
+        ptl_le_t le;
+        memset(&le, 0, sizeof(le));
+        le.start = buf;
+        le.length = len;
+        le.ct_handle = ct;
+        le.uid = PTL_UID_ANY;
+        le.options = PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_EVENT_CT_COMM |
+                     PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_LINK_DISABLE | extra_options;
+        BENCH_CHECK(PtlLEAppend(ni, pt, &le, PTL_PRIORITY_LIST, NULL, &h));
+    }
+    return h;
+}
+
+/* 0, 1, 2, 4, ... up to max (0 only when min is 0). */
+static inline size_t bench_next_size(size_t s)
+{
+    return s ? s * 2 : 1;
+}
+
+static inline void *bench_alloc(size_t len)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, len ? len : 8))
+        bench_die("posix_memalign", -1);
+    memset(p, 0, len ? len : 8);
+    return p;
+}
+
+/* Iterations for one size: fewer for large messages so a run stays short. */
+static inline long bench_iters_for(const bench_t *b, size_t size)
+{
+    long n = b->iters;
+    if (size > 65536)
+        n = (long)((double)b->iters * 65536.0 / (double)size);
+    return n < 10 ? 10 : n;
+}
+
+/* ------------------------------------------------------------ ping-pong */
+
+/* Half round-trip of put + CT wait between ranks 0 and 1, for every size.
+ * matching: ME (fixed source, exact match bits) on a matching NI, else an LE
+ * on a non-matching NI. b->posted extra MEs that never match are posted
+ * first (fixed source, or any source with --any-source). Rank 0 prints. */
+static inline void bench_pingpong(bench_t *b, const char *name, int matching)
+{
+    enum { PT = 1 };
+    const ptl_match_bits_t bits = 0x42;
+    long extra = matching ? b->posted : 0;
+    ptl_handle_ni_t ni = bench_ni(matching, extra + 64);
+    ptl_pt_index_t pt;
+    ptl_handle_ct_t rct;
+    ptl_ct_event_t ev;
+    int peer = 1 - b->rank, active = b->rank < 2 && b->size >= 2;
+    char *rbuf = bench_alloc(b->max_size), *sbuf = bench_alloc(b->max_size);
+    ptl_handle_any_t *others = calloc((size_t)extra + 1, sizeof(*others));
+    double *v = calloc((size_t)b->reps, sizeof(*v));
+    uint64_t count = 0;
+
+    if (b->size < 2 && b->rank == 0)
+        fprintf(stderr, "%s: needs 2 processes (xprun -n 2)\n", name);
+    BENCH_CHECK(PtlCTAlloc(ni, &rct));
+    BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt));
+    for (long i = 0; i < extra; i++) {
+        ptl_process_t src = bench_peer(peer);
+        if (b->any_source)
+            src.rank = PTL_RANK_ANY;
+        others[i] = bench_post(ni, 1, pt, rbuf, b->max_size, PTL_CT_NONE, 0, src,
+                               bits + 1 + (ptl_match_bits_t)i);
+    }
+    ptl_handle_any_t recv = bench_post(ni, matching, pt, rbuf, b->max_size, rct, 0,
+                                       bench_peer(peer), bits);
+    ptl_handle_md_t md = bench_md(ni, sbuf, b->max_size, 0, PTL_CT_NONE);
+    bench_barrier(b);
+
+    for (size_t size = b->min_size; active && size <= b->max_size; size = bench_next_size(size)) {
+        long iters = bench_iters_for(b, size);
+        for (long r = 0; r < b->reps; r++) {
+            double t0 = 0;
+            for (long i = 0; i < b->warmup + iters; i++) {
+                if (i == b->warmup)
+                    t0 = bench_now_us();
+                if (b->rank == 0) {
+                    BENCH_CHECK(PtlPut(md, 0, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits, 0,
+                                       NULL, 0));
+                    BENCH_CHECK(PtlCTWait(rct, ++count, &ev));
+                } else {
+                    BENCH_CHECK(PtlCTWait(rct, ++count, &ev));
+                    BENCH_CHECK(PtlPut(md, 0, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits, 0,
+                                       NULL, 0));
+                }
+                if (ev.failure)
+                    bench_die("ping-pong (failure counted)", (int)ev.failure);
+            }
+            v[r] = (bench_now_us() - t0) / (2.0 * (double)iters);
+        }
+        bench_stats_t st = bench_stats(v, b->reps);
+        if (b->rank == 0)
+            printf("bench=%s list=%s size=%zu iters=%ld reps=%ld posted=%ld any_source=%d "
+                   "median_us=%.3f min_us=%.3f p90_us=%.3f\n",
+                   name, matching ? "me" : "le", size, iters, b->reps, extra, b->any_source,
+                   st.median, st.min, st.p90);
+        fflush(stdout);
+    }
+
+    bench_barrier(b);
+    PtlMDRelease(md);
+    if (matching)
+        PtlMEUnlink(recv);
+    else
+        PtlLEUnlink(recv);
+    for (long i = 0; i < extra; i++)
+        PtlMEUnlink(others[i]);
+    PtlPTFree(ni, pt);
+    PtlCTFree(rct);
+    PtlNIFini(ni);
+    free(others);
+    free(v);
+    free(rbuf);
+    free(sbuf);
+}
+
+/* ------------------------------------------------------------ streaming */
+
+/* Rank 0 streams windows of b->window puts to rank 1 and waits for their
+ * counting acknowledgements; rank 1 waits on its LE counter. Per size, the
+ * result of each repetition is seconds for b->window * iters messages.
+ * report(b, size, iters, v_seconds) prints (rank 0). */
+typedef void (*bench_report_t)(const bench_t *b, size_t size, long iters, double *sec);
+
+static inline void bench_stream(bench_t *b, bench_report_t report)
+{
+    enum { PT = 2 };
+    ptl_handle_ni_t ni = bench_ni(0, 64);
+    ptl_pt_index_t pt;
+    ptl_handle_ct_t rct, act;
+    ptl_ct_event_t ev;
+    int active = b->rank < 2 && b->size >= 2;
+    char *rbuf = bench_alloc(b->max_size), *sbuf = bench_alloc(b->max_size);
+    double *v = calloc((size_t)b->reps, sizeof(*v));
+    uint64_t count = 0;
+
+    if (b->size < 2 && b->rank == 0)
+        fprintf(stderr, "needs 2 processes (xprun -n 2)\n");
+    BENCH_CHECK(PtlCTAlloc(ni, &rct));
+    BENCH_CHECK(PtlCTAlloc(ni, &act));
+    BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt));
+    ptl_handle_any_t recv = bench_post(ni, 0, pt, rbuf, b->max_size, rct, 0, bench_peer(0), 0);
+    ptl_handle_md_t md = bench_md(ni, sbuf, b->max_size, PTL_MD_EVENT_CT_ACK, act);
+    bench_barrier(b);
+
+    for (size_t size = b->min_size; active && size <= b->max_size; size = bench_next_size(size)) {
+        /* at most ~256 MiB per repetition */
+        double cap = 268435456.0 / ((double)(size ? size : 1) * (double)b->window);
+        long iters = cap < (double)b->iters ? (long)cap : b->iters;
+        if (iters < 3)
+            iters = 3;
+        for (long r = 0; r < b->reps; r++) {
+            double t0 = 0;
+            for (long i = 0; i < b->warmup + iters; i++) {
+                if (i == b->warmup)
+                    t0 = bench_now_us();
+                count += (uint64_t)b->window;
+                if (b->rank == 0) {
+                    for (long w = 0; w < b->window; w++)
+                        BENCH_CHECK(PtlPut(md, 0, size, PTL_CT_ACK_REQ, bench_peer(1), pt, 0, 0,
+                                           NULL, 0));
+                    BENCH_CHECK(PtlCTWait(act, count, &ev));
+                } else {
+                    BENCH_CHECK(PtlCTWait(rct, count, &ev));
+                }
+                if (ev.failure)
+                    bench_die("stream (failure counted)", (int)ev.failure);
+            }
+            v[r] = (bench_now_us() - t0) * 1e-6;
+        }
+        if (b->rank == 0)
+            report(b, size, iters, v);
+        fflush(stdout);
+    }
+
+    bench_barrier(b);
+    PtlMDRelease(md);
+    PtlLEUnlink(recv);
+    PtlPTFree(ni, pt);
+    PtlCTFree(act);
+    PtlCTFree(rct);
+    PtlNIFini(ni);
+    free(v);
+    free(rbuf);
+    free(sbuf);
+}
+
+#endif

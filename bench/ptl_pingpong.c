@@ -1,0 +1,19 @@
+/*
+ * bench/ptl_pingpong.c - put + counting-event wait, half round-trip latency.
+ *
+ *   xprun -n 2 ptl_pingpong [--min-size 0] [--max-size 4m] [--iters 10000]
+ *                           [--reps 11] [--me [--posted N [--any-source]]]
+ *
+ * Default: an LE on a non-matching NI; --me: an ME on a matching NI.
+ */
+#include "bench_common.h"
+
+int main(int argc, char **argv)
+{
+    bench_t b = { .min_size = 0, .max_size = 4 << 20, .iters = 10000, .warmup = 100,
+                  .reps = 11, .window = 1 };
+    bench_init(&b, argc, argv, "[--me] [--posted N] [--any-source]");
+    bench_pingpong(&b, "ptl_pingpong", b.use_me);
+    bench_fini(&b);
+    return 0;
+}
