@@ -1,0 +1,501 @@
+/*
+ * ptl/ct.c - counting events: counters, waiting, the triggered-op lists.
+ */
+#include "ptl/ct.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptl/eq.h"
+#include "ptl/progress.h"
+#include "ptl/triggered.h"
+#include "util/clock.h"
+#include "util/context.h"
+#include "util/log.h"
+
+struct xp_ct {
+    ptl_handle_ct_t handle;  /* live handle; 0 once freed (atomic) */
+    xp_ni_t *ni;
+    uint64_t success;        /* atomic */
+    uint64_t failure;        /* atomic */
+    int lock_ready;          /* the mutex survives reuse of the slot */
+    pthread_mutex_t lock;    /* the triggered list */
+    xp_trig_t *trig_head;    /* sorted by threshold; read without the lock as a hint */
+    xp_trig_t *trig_tail;
+};
+
+size_t xp_ct_object_size(void)
+{
+    return sizeof(xp_ct_t);
+}
+
+static xp_handle_table_t *ct_table(void)
+{
+    xp_ptl_objects_t *o = xp_ptl_objects_peek();
+    return o ? &o->ct : NULL;
+}
+
+xp_ct_t *xp_ct_from_handle(ptl_handle_ct_t handle)
+{
+    xp_handle_table_t *t = ct_table();
+    return t ? xp_handle_lookup(t, handle) : NULL;
+}
+
+ptl_handle_ct_t xp_ct_handle(const xp_ct_t *ct)
+{
+    return __atomic_load_n(&ct->handle, __ATOMIC_ACQUIRE);
+}
+
+xp_ni_t *xp_ct_ni(const xp_ct_t *ct)
+{
+    return ct->ni;
+}
+
+ptl_ct_event_t xp_ct_read(const xp_ct_t *ct)
+{
+    ptl_ct_event_t ev;
+
+    ev.success = __atomic_load_n(&ct->success, __ATOMIC_ACQUIRE);
+    ev.failure = __atomic_load_n(&ct->failure, __ATOMIC_ACQUIRE);
+    return ev;
+}
+
+static uint64_t ct_count(const xp_ct_t *ct)
+{
+    ptl_ct_event_t ev = xp_ct_read(ct);
+    return ev.success + ev.failure;
+}
+
+/* Detach the prefix of the list whose threshold is reached. Lock held. */
+static xp_trig_t *take_ready(xp_ct_t *ct)
+{
+    uint64_t count = ct_count(ct);
+    xp_trig_t *head = ct->trig_head, *last = NULL, *t;
+
+    for (t = head; t && t->threshold <= count; t = t->next)
+        last = t;
+    if (!last)
+        return NULL;
+    __atomic_store_n(&ct->trig_head, last->next, __ATOMIC_SEQ_CST);
+    if (!last->next)
+        ct->trig_tail = NULL;
+    last->next = NULL;
+    return head;
+}
+
+/* After a counter change: issue what became ready, wake waiters. The
+ * seq_cst load pairs with the seq_cst store in xp_ct_post_trig: either the
+ * poster sees the new count or this thread sees the new operation. */
+static void after_update(xp_ct_t *ct)
+{
+    if (__atomic_load_n(&ct->trig_head, __ATOMIC_SEQ_CST)) {
+        xp_trig_t *ready;
+        pthread_mutex_lock(&ct->lock);
+        ready = take_ready(ct);
+        pthread_mutex_unlock(&ct->lock);
+        if (ready)
+            xp_trig_run(ready);
+    }
+    xp_ptl_notify();
+}
+
+void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
+{
+    if (success)
+        __atomic_add_fetch(&ct->success, success, __ATOMIC_SEQ_CST);
+    if (failure)
+        __atomic_add_fetch(&ct->failure, failure, __ATOMIC_SEQ_CST);
+    after_update(ct);
+}
+
+void xp_ct_set(xp_ct_t *ct, ptl_ct_event_t value)
+{
+    __atomic_store_n(&ct->success, value.success, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ct->failure, value.failure, __ATOMIC_SEQ_CST);
+    after_update(ct);
+}
+
+/* Insert keeping thresholds sorted and equal thresholds in call order. */
+static void insert_sorted(xp_ct_t *ct, xp_trig_t *t)
+{
+    xp_trig_t **pos;
+
+    t->next = NULL;
+    if (!ct->trig_head) {
+        ct->trig_tail = t;
+        __atomic_store_n(&ct->trig_head, t, __ATOMIC_SEQ_CST);
+        return;
+    }
+    if (ct->trig_tail->threshold <= t->threshold) { /* the usual case: increasing */
+        ct->trig_tail->next = t;
+        ct->trig_tail = t;
+        return;
+    }
+    for (pos = &ct->trig_head; *pos && (*pos)->threshold <= t->threshold; pos = &(*pos)->next)
+        ;
+    t->next = *pos;
+    __atomic_store_n(pos, t, __ATOMIC_SEQ_CST);
+}
+
+xp_status_t xp_ct_post_trig(ptl_handle_ct_t trig_ct_handle, xp_trig_t *t)
+{
+    xp_ct_t *ct = xp_ct_from_handle(trig_ct_handle);
+    xp_trig_t *ready;
+
+    if (!ct || ct->ni != t->ni)
+        return XP_ERR_INVALID;
+    pthread_mutex_lock(&ct->lock);
+    if (ct->handle != trig_ct_handle) { /* freed since the lookup */
+        pthread_mutex_unlock(&ct->lock);
+        return XP_ERR_INVALID;
+    }
+    insert_sorted(ct, t);
+    ready = take_ready(ct);
+    pthread_mutex_unlock(&ct->lock);
+    if (ready)
+        xp_trig_run(ready);
+    return XP_OK;
+}
+
+/* Invalidate a live CT: drop its triggered operations, give back its NI
+ * count, wake its waiters. The caller already freed the handle. */
+static void ct_kill(xp_ct_t *ct, int release_ni)
+{
+    xp_trig_t *pending;
+
+    pthread_mutex_lock(&ct->lock);
+    __atomic_store_n(&ct->handle, 0, __ATOMIC_RELEASE);
+    pending = ct->trig_head;
+    __atomic_store_n(&ct->trig_head, NULL, __ATOMIC_SEQ_CST);
+    ct->trig_tail = NULL;
+    pthread_mutex_unlock(&ct->lock);
+    xp_trig_discard(pending, release_ni);
+    if (release_ni)
+        xp_ni_obj_release(ct->ni, XP_NI_OBJ_CT);
+    xp_ptl_notify();
+}
+
+/* release_ni = 0 at library teardown, when the NIs are already gone. */
+static void ct_free_handles(xp_handle_table_t *t, int ni, int release_ni)
+{
+    ptl_handle_any_t buf[256];
+    uint32_t n;
+
+    /* Collect in batches: ct_kill may not run under the table lock. */
+    do {
+        n = xp_handle_collect(t, ni, buf, 256);
+        for (uint32_t i = 0; i < n && i < 256; i++) {
+            xp_ct_t *ct = xp_handle_lookup(t, buf[i]);
+            if (ct && xp_handle_free(t, buf[i]) == XP_OK)
+                ct_kill(ct, release_ni);
+        }
+    } while (n > 256);
+}
+
+void xp_ct_ni_fini(xp_ni_t *ni)
+{
+    xp_handle_table_t *t = ct_table();
+
+    if (t)
+        ct_free_handles(t, ni->slot, 1);
+}
+
+void xp_ct_destroy_all(xp_handle_table_t *table)
+{
+    ct_free_handles(table, -1, 0);
+}
+
+/* ------------------------------------------------------------------ module state (CT and EQ tables) */
+
+
+/* CT and EQ objects stay in their slot after PtlCTFree / PtlEQFree (stable
+ * objects), see handle.h. */
+static xp_ptl_objects_t *objects_create(void)
+{
+    xp_ptl_objects_t *o = calloc(1, sizeof(*o));
+
+    if (!o)
+        return NULL;
+    if (xp_handle_table_init(&o->ct, XP_HANDLE_CT, 0, xp_ct_object_size()) != XP_OK)
+        goto err_free;
+    if (xp_handle_table_init(&o->eq, XP_HANDLE_EQ, 0, xp_eq_object_size()) != XP_OK)
+        goto err_fini_ct;
+    return o;
+
+err_fini_ct:
+    xp_handle_table_fini(&o->ct);
+err_free:
+    free(o);
+    return NULL;
+}
+
+xp_ptl_objects_t *xp_ptl_objects_peek(void)
+{
+    return __atomic_load_n(&xp_ctx.ptl_objects, __ATOMIC_ACQUIRE);
+}
+
+xp_ptl_objects_t *xp_ptl_objects(void)
+{
+    xp_ptl_objects_t *o = xp_ptl_objects_peek(), *expected = NULL;
+
+    if (o)
+        return o;
+    o = objects_create();
+    if (!o) {
+        xp_error("ptl objects: out of memory");
+        return NULL;
+    }
+    /* Two first users may race: the loser discards its copy. */
+    if (!__atomic_compare_exchange_n(&xp_ctx.ptl_objects, &expected, o, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        xp_handle_table_fini(&o->eq);
+        xp_handle_table_fini(&o->ct);
+        free(o);
+        o = expected;
+    }
+    return o;
+}
+
+void xp_ptl_objects_fini(void)
+{
+    xp_ptl_objects_t *o = __atomic_exchange_n(&xp_ctx.ptl_objects, NULL, __ATOMIC_ACQ_REL);
+
+    if (!o)
+        return;
+    xp_ct_destroy_all(&o->ct);
+    xp_eq_destroy_all(&o->eq);
+    xp_handle_table_fini(&o->eq);
+    xp_handle_table_fini(&o->ct);
+    free(o);
+}
+
+/* ------------------------------------------------------------------ API */
+
+int PtlCTAlloc(ptl_handle_ni_t ni_handle, ptl_handle_ct_t *ct_handle)
+{
+    xp_ptl_objects_t *o;
+    xp_ni_t *ni;
+    xp_ct_t *ct;
+    ptl_handle_ct_t h;
+    xp_status_t st;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || !ct_handle)
+        return PTL_ARG_INVALID;
+    o = xp_ptl_objects();
+    if (!o)
+        return PTL_NO_SPACE;
+    st = xp_ni_obj_acquire(ni, XP_NI_OBJ_CT);
+    if (st != XP_OK)
+        return xp_ptl_rc(st);
+    st = xp_handle_alloc_stable(&o->ct, (unsigned)ni->slot, (void **)&ct, &h);
+    if (st != XP_OK) {
+        xp_ni_obj_release(ni, XP_NI_OBJ_CT);
+        return xp_ptl_rc(st);
+    }
+    if (!ct->lock_ready) {
+        pthread_mutex_init(&ct->lock, NULL);
+        ct->lock_ready = 1;
+    }
+    pthread_mutex_lock(&ct->lock);
+    ct->ni = ni;
+    __atomic_store_n(&ct->success, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ct->failure, 0, __ATOMIC_RELAXED);
+    ct->trig_head = ct->trig_tail = NULL;
+    __atomic_store_n(&ct->handle, h, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ct->lock);
+    *ct_handle = h;
+    return PTL_OK;
+}
+
+int PtlCTFree(ptl_handle_ct_t ct_handle)
+{
+    xp_handle_table_t *t;
+    xp_ct_t *ct;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    t = ct_table();
+    ct = xp_ct_from_handle(ct_handle);
+    /* Only one of two racing frees wins the handle. */
+    if (!ct || xp_handle_free(t, ct_handle) != XP_OK)
+        return PTL_ARG_INVALID;
+    ct_kill(ct, 1);
+    return PTL_OK;
+}
+
+int PtlCTCancelTriggered(ptl_handle_ct_t ct_handle)
+{
+    xp_ct_t *ct;
+    xp_trig_t *pending;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ct = xp_ct_from_handle(ct_handle);
+    if (!ct)
+        return PTL_ARG_INVALID;
+    pthread_mutex_lock(&ct->lock);
+    if (ct->handle != ct_handle) {
+        pthread_mutex_unlock(&ct->lock);
+        return PTL_ARG_INVALID;
+    }
+    pending = ct->trig_head;
+    __atomic_store_n(&ct->trig_head, NULL, __ATOMIC_SEQ_CST);
+    ct->trig_tail = NULL;
+    pthread_mutex_unlock(&ct->lock);
+    xp_trig_discard(pending, 1);
+    return PTL_OK;
+}
+
+int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *event)
+{
+    xp_ct_t *ct;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ct = xp_ct_from_handle(ct_handle);
+    if (!ct || !event)
+        return PTL_ARG_INVALID;
+    *event = xp_ct_read(ct);
+    return PTL_OK;
+}
+
+/* What CTWait/CTPoll wait for, per CT. */
+typedef struct ct_wait {
+    xp_ct_t **cts;
+    const ptl_handle_ct_t *handles;
+    const ptl_size_t *tests;
+    unsigned int size;
+    unsigned int which;  /* result: index that satisfied the wait */
+    int dead;            /* result: a CT was freed during the wait */
+} ct_wait_t;
+
+static int ct_reached(const xp_ct_t *ct, ptl_size_t test)
+{
+    ptl_ct_event_t ev = xp_ct_read(ct);
+    return ev.success >= test || ev.failure > 0;
+}
+
+static int ct_wait_pred(void *arg)
+{
+    ct_wait_t *w = arg;
+
+    for (unsigned int i = 0; i < w->size; i++) {
+        if (xp_ct_handle(w->cts[i]) != w->handles[i]) {
+            w->dead = 1;
+            return 1;
+        }
+        if (ct_reached(w->cts[i], w->tests[i])) {
+            w->which = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Wait for any CT of w; deadline_ns absolute (UINT64_MAX: forever). */
+static int ct_wait_any(ct_wait_t *w, uint64_t deadline_ns, ptl_ct_event_t *event,
+                       unsigned int *which)
+{
+    xp_status_t st = XP_OK;
+
+    if (!ct_wait_pred(w)) {
+        if (deadline_ns == 0) { /* poll once, with one round of progress */
+            xp_ptl_progress();
+            if (!ct_wait_pred(w))
+                return PTL_CT_NONE_REACHED;
+        } else {
+            st = xp_ptl_wait_until(ct_wait_pred, w, deadline_ns);
+        }
+    }
+    if (w->dead || st == XP_ERR_CANCELED)
+        return PTL_INTERRUPTED;
+    if (st == XP_ERR_TIMEOUT)
+        return PTL_CT_NONE_REACHED;
+    if (st != XP_OK)
+        return xp_ptl_rc(st);
+    *event = xp_ct_read(w->cts[w->which]);
+    if (which)
+        *which = w->which;
+    return PTL_OK;
+}
+
+int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event)
+{
+    xp_ct_t *ct;
+    ct_wait_t w;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ct = xp_ct_from_handle(ct_handle);
+    if (!ct || !event)
+        return PTL_ARG_INVALID;
+    if (ct_reached(ct, test)) { /* fast path: no progress call */
+        *event = xp_ct_read(ct);
+        return PTL_OK;
+    }
+    w = (ct_wait_t){.cts = &ct, .handles = &ct_handle, .tests = &test, .size = 1};
+    return ct_wait_any(&w, UINT64_MAX, event, NULL);
+}
+
+int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests, unsigned int size,
+              ptl_time_t timeout, ptl_ct_event_t *event, unsigned int *which)
+{
+    xp_ct_t *stack_cts[16], **cts = stack_cts;
+    ct_wait_t w;
+    uint64_t deadline;
+    int rc = PTL_ARG_INVALID;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    if (!ct_handles || !tests || !event || !which || size == 0)
+        return PTL_ARG_INVALID;
+    if (size > 16) {
+        cts = malloc(size * sizeof(*cts));
+        if (!cts)
+            return PTL_NO_SPACE;
+    }
+    for (unsigned int i = 0; i < size; i++) {
+        cts[i] = xp_ct_from_handle(ct_handles[i]);
+        if (!cts[i] || cts[i]->ni != cts[0]->ni)
+            goto out_free;
+    }
+    deadline = timeout == PTL_TIME_FOREVER ? UINT64_MAX
+               : timeout == 0              ? 0
+                                           : xp_time_ns() + (uint64_t)timeout * 1000000ull;
+    w = (ct_wait_t){.cts = cts, .handles = ct_handles, .tests = tests, .size = size};
+    rc = ct_wait_any(&w, deadline, event, which);
+out_free:
+    if (cts != stack_cts)
+        free(cts);
+    return rc;
+}
+
+int PtlCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct)
+{
+    xp_ct_t *ct;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ct = xp_ct_from_handle(ct_handle);
+    if (!ct)
+        return PTL_ARG_INVALID;
+    xp_ct_set(ct, new_ct);
+    return PTL_OK;
+}
+
+int PtlCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment)
+{
+    xp_ct_t *ct;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ct = xp_ct_from_handle(ct_handle);
+    /* One of the two fields must be zero (specification and reference). */
+    if (!ct || (increment.success && increment.failure))
+        return PTL_ARG_INVALID;
+    xp_ct_add(ct, increment.success, increment.failure);
+    return PTL_OK;
+}

@@ -1,0 +1,68 @@
+/*
+ * ptl/ct.h - counting events (PtlCT*), as the engine sees them.
+ *
+ * A CT holds two 64-bit counters, success and failure, updated with atomic
+ * adds from any thread (application calls, the progress thread, several
+ * initiators' acknowledgements). Every update fires, with no application
+ * call, each triggered operation of the CT whose threshold is reached:
+ * threshold <= success + failure (the specification's "count").
+ *
+ * PtlCTWait returns when success >= test or failure > 0 (the reference
+ * implementation's rule: a failure must wake the waiter, it can never be
+ * reached otherwise); PtlCTPoll the same per handle.
+ *
+ * Freeing: PtlCTFree invalidates the handle at once; threads waiting on it
+ * return PTL_INTERRUPTED; triggered operations still waiting on the CT are
+ * discarded without running (their NI count is released); triggered
+ * CTInc/CTSet elsewhere that name the freed CT are dropped when they fire.
+ * The object's memory stays in its handle slot (handle.h), so an engine
+ * thread that resolved the CT just before the free touches valid memory;
+ * xp_ct_add on a freed CT is harmless (the values are reset on reuse).
+ */
+#ifndef XP_PTL_CT_H
+#define XP_PTL_CT_H
+
+#include <stdint.h>
+#include "portals4.h"
+#include "ptl/handle.h"
+#include "ptl/ni.h"
+#include "xportals/status.h"
+
+typedef struct xp_ct xp_ct_t;
+
+/* The CT of a live handle, NULL otherwise (PTL_CT_NONE included). */
+xp_ct_t *xp_ct_from_handle(ptl_handle_ct_t handle);
+
+/* Add to the counters (arrivals, acknowledgements, replies, sends) and fire
+ * every triggered operation that became ready. Safe from any thread, the
+ * packet handler included: triggered operations are issued after every CT
+ * lock is released, and chains (a triggered CTInc that releases more
+ * operations) are run iteratively. */
+void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure);
+
+/* Set both counters (PtlCTSet, triggered CTSet) and fire what became ready. */
+void xp_ct_set(xp_ct_t *ct, ptl_ct_event_t value);
+
+struct xp_trig;
+/* Attach a triggered operation to the CT of trig_ct_handle (for
+ * triggered.c). If the threshold is already reached the operation is issued
+ * now, by this call. XP_ERR_INVALID if the handle is not a live CT or
+ * belongs to another NI than t->ni. On error t is untouched (caller frees). */
+xp_status_t xp_ct_post_trig(ptl_handle_ct_t trig_ct_handle, struct xp_trig *t);
+
+/* Snapshot of the counters. */
+ptl_ct_event_t xp_ct_read(const xp_ct_t *ct);
+/* The handle and NI of a live CT. */
+ptl_handle_ct_t xp_ct_handle(const xp_ct_t *ct);
+xp_ni_t *xp_ct_ni(const xp_ct_t *ct);
+
+/* PtlNIFini (last reference): free every CT of this NI, with its triggered
+ * operations. */
+void xp_ct_ni_fini(xp_ni_t *ni);
+
+/* For handle.c: object size of the stable-object table, and teardown of the
+ * whole table (xp_ptl_objects_fini). */
+size_t xp_ct_object_size(void);
+void xp_ct_destroy_all(xp_handle_table_t *table);
+
+#endif

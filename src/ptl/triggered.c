@@ -1,0 +1,378 @@
+/*
+ * ptl/triggered.c - PtlTriggered*: record the call, issue it when released.
+ */
+#include "ptl/triggered.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptl/atomic_ops.h"
+#include "ptl/ct.h"
+#include "util/log.h"
+
+/* The per-thread work list of released operations (see triggered.h). It is
+ * thread-private scratch state, not shared: a thread that is already issuing
+ * appends, the outermost call drains. */
+typedef struct trig_work {
+    xp_trig_t *head, *tail;
+    int draining;
+} trig_work_t;
+
+static __thread trig_work_t tls_work;
+
+static void trig_free(xp_trig_t *t, int release_ni)
+{
+    if (release_ni)
+        xp_ni_obj_release(t->ni, XP_NI_OBJ_TRIGGERED);
+    free(t);
+}
+
+void xp_trig_discard(xp_trig_t *list, int release_ni)
+{
+    while (list) {
+        xp_trig_t *next = list->next;
+        trig_free(list, release_ni);
+        list = next;
+    }
+}
+
+static void ct_op(xp_trig_t *t)
+{
+    xp_ct_t *ct = xp_ct_from_handle(t->ct);
+
+    if (!ct) { /* freed while the operation waited: nothing to change */
+        xp_debug("triggered CT operation on a freed CT %#x dropped", t->ct);
+        return;
+    }
+    if (t->kind == XP_TRIG_CTINC)
+        xp_ct_add(ct, t->value.success, t->value.failure);
+    else
+        xp_ct_set(ct, t->value);
+}
+
+static void issue(xp_trig_t *t)
+{
+    const void *operand = t->has_operand ? t->operand : NULL;
+    int rc = PTL_OK;
+
+    switch (t->kind) {
+    case XP_TRIG_PUT:
+        rc = PtlPut(t->md, t->local_offset, t->length, t->ack_req, t->target, t->pt_index,
+                    t->match_bits, t->remote_offset, t->user_ptr, t->hdr_data);
+        break;
+    case XP_TRIG_GET:
+        rc = PtlGet(t->md, t->local_offset, t->length, t->target, t->pt_index, t->match_bits,
+                    t->remote_offset, t->user_ptr);
+        break;
+    case XP_TRIG_ATOMIC:
+        rc = PtlAtomic(t->md, t->local_offset, t->length, t->ack_req, t->target, t->pt_index,
+                       t->match_bits, t->remote_offset, t->user_ptr, t->hdr_data, t->op, t->dt);
+        break;
+    case XP_TRIG_FETCH:
+        rc = PtlFetchAtomic(t->get_md, t->local_get_offset, t->md, t->local_offset, t->length,
+                            t->target, t->pt_index, t->match_bits, t->remote_offset,
+                            t->user_ptr, t->hdr_data, t->op, t->dt);
+        break;
+    case XP_TRIG_SWAP:
+        rc = PtlSwap(t->get_md, t->local_get_offset, t->md, t->local_offset, t->length,
+                     t->target, t->pt_index, t->match_bits, t->remote_offset, t->user_ptr,
+                     t->hdr_data, operand, t->op, t->dt);
+        break;
+    case XP_TRIG_CTINC:
+    case XP_TRIG_CTSET:
+        ct_op(t);
+        break;
+    }
+    if (rc != PTL_OK)
+        xp_warn("triggered operation (kind %d, threshold %llu) failed to issue: rc %d",
+                (int)t->kind, (unsigned long long)t->threshold, rc);
+}
+
+void xp_trig_run(xp_trig_t *ready)
+{
+    trig_work_t *w = &tls_work;
+    xp_trig_t *last = ready;
+
+    if (!ready)
+        return;
+    while (last->next)
+        last = last->next;
+    if (w->tail)
+        w->tail->next = ready;
+    else
+        w->head = ready;
+    w->tail = last;
+    if (w->draining)
+        return; /* an outer call on this thread issues them, in order */
+    w->draining = 1;
+    while (w->head) {
+        xp_trig_t *t = w->head;
+        w->head = t->next;
+        if (!w->head)
+            w->tail = NULL;
+        t->next = NULL;
+        issue(t);
+        trig_free(t, 1);
+    }
+    w->draining = 0;
+}
+
+/* ------------------------------------------------------------------ API */
+
+/* Allocate a record for an operation on NI ni, counted against its limit. */
+static int trig_new(xp_ni_t *ni, xp_trig_kind_t kind, ptl_size_t threshold, xp_trig_t **out)
+{
+    xp_status_t st;
+    xp_trig_t *t = NULL;
+
+    st = xp_ni_obj_acquire(ni, XP_NI_OBJ_TRIGGERED);
+    if (st != XP_OK)
+        return xp_ptl_rc(st);
+    t = calloc(1, sizeof(*t));
+    if (!t) {
+        xp_ni_obj_release(ni, XP_NI_OBJ_TRIGGERED);
+        return PTL_NO_SPACE;
+    }
+    t->kind = kind;
+    t->threshold = threshold;
+    t->ni = ni;
+    *out = t;
+    return PTL_OK;
+}
+
+/* Attach t to its trigger CT (or issue it now); frees t on failure. */
+static int trig_post(ptl_handle_ct_t trig_ct_handle, xp_trig_t *t)
+{
+    if (xp_ct_post_trig(trig_ct_handle, t) != XP_OK) {
+        trig_free(t, 1);
+        return PTL_ARG_INVALID;
+    }
+    return PTL_OK;
+}
+
+/* The NI of the trigger CT: every triggered call starts here. */
+static int trig_ni(ptl_handle_ct_t trig_ct_handle, xp_ni_t **ni)
+{
+    xp_ct_t *ct;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ct = xp_ct_from_handle(trig_ct_handle);
+    if (!ct)
+        return PTL_ARG_INVALID;
+    *ni = xp_ct_ni(ct);
+    return PTL_OK;
+}
+
+/* Handles of MDs are checked by type here; the call that issues the
+ * operation checks the MD itself when it fires. */
+static int md_handle_plausible(ptl_handle_md_t md)
+{
+    return xp_handle_type_of(md) == XP_HANDLE_MD;
+}
+
+int PtlTriggeredPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+                    ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                    ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                    ptl_hdr_data_t hdr_data, ptl_handle_ct_t trig_ct_handle,
+                    ptl_size_t threshold)
+{
+    xp_ni_t *ni;
+    xp_trig_t *t = NULL;
+    int rc = trig_ni(trig_ct_handle, &ni);
+
+    if (rc != PTL_OK)
+        return rc;
+    if (!md_handle_plausible(md_handle) || (unsigned)ack_req > PTL_OC_ACK_REQ)
+        return PTL_ARG_INVALID;
+    rc = trig_new(ni, XP_TRIG_PUT, threshold, &t);
+    if (rc != PTL_OK)
+        return rc;
+    t->md = md_handle;
+    t->local_offset = local_offset;
+    t->length = length;
+    t->ack_req = ack_req;
+    t->target = target_id;
+    t->pt_index = pt_index;
+    t->match_bits = match_bits;
+    t->remote_offset = remote_offset;
+    t->user_ptr = user_ptr;
+    t->hdr_data = hdr_data;
+    return trig_post(trig_ct_handle, t);
+}
+
+int PtlTriggeredGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+                    ptl_process_t target_id, ptl_pt_index_t pt_index,
+                    ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    xp_ni_t *ni;
+    xp_trig_t *t = NULL;
+    int rc = trig_ni(trig_ct_handle, &ni);
+
+    if (rc != PTL_OK)
+        return rc;
+    if (!md_handle_plausible(md_handle))
+        return PTL_ARG_INVALID;
+    rc = trig_new(ni, XP_TRIG_GET, threshold, &t);
+    if (rc != PTL_OK)
+        return rc;
+    t->md = md_handle;
+    t->local_offset = local_offset;
+    t->length = length;
+    t->target = target_id;
+    t->pt_index = pt_index;
+    t->match_bits = match_bits;
+    t->remote_offset = remote_offset;
+    t->user_ptr = user_ptr;
+    return trig_post(trig_ct_handle, t);
+}
+
+int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+                       ptl_ack_req_t ack_req, ptl_process_t target_id,
+                       ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                       ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                       ptl_op_t operation, ptl_datatype_t datatype,
+                       ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    xp_ni_t *ni;
+    xp_trig_t *t = NULL;
+    int rc = trig_ni(trig_ct_handle, &ni);
+
+    if (rc != PTL_OK)
+        return rc;
+    if (!md_handle_plausible(md_handle) || (unsigned)ack_req > PTL_OC_ACK_REQ ||
+        xp_atomic_check(operation, datatype, length, XP_ATOMIC_PLAIN) != XP_OK ||
+        length > ni->limits.max_atomic_size)
+        return PTL_ARG_INVALID;
+    rc = trig_new(ni, XP_TRIG_ATOMIC, threshold, &t);
+    if (rc != PTL_OK)
+        return rc;
+    t->md = md_handle;
+    t->local_offset = local_offset;
+    t->length = length;
+    t->ack_req = ack_req;
+    t->target = target_id;
+    t->pt_index = pt_index;
+    t->match_bits = match_bits;
+    t->remote_offset = remote_offset;
+    t->user_ptr = user_ptr;
+    t->hdr_data = hdr_data;
+    t->op = operation;
+    t->dt = datatype;
+    return trig_post(trig_ct_handle, t);
+}
+
+/* Shared by TriggeredFetchAtomic and TriggeredSwap. */
+static int trig_fetch_like(xp_trig_kind_t kind, ptl_handle_md_t get_md,
+                           ptl_size_t local_get_offset, ptl_handle_md_t put_md,
+                           ptl_size_t local_put_offset, ptl_size_t length,
+                           ptl_process_t target_id, ptl_pt_index_t pt_index,
+                           ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                           void *user_ptr, ptl_hdr_data_t hdr_data, const void *operand,
+                           ptl_op_t operation, ptl_datatype_t datatype,
+                           ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    int akind = kind == XP_TRIG_SWAP ? XP_ATOMIC_SWAP : XP_ATOMIC_FETCH;
+    size_t esize = xp_atomic_type_size(datatype);
+    xp_ni_t *ni;
+    xp_trig_t *t = NULL;
+    int rc = trig_ni(trig_ct_handle, &ni);
+
+    if (rc != PTL_OK)
+        return rc;
+    if (!md_handle_plausible(get_md) || !md_handle_plausible(put_md) ||
+        xp_atomic_check(operation, datatype, length, akind) != XP_OK ||
+        length > ni->limits.max_fetch_atomic_size)
+        return PTL_ARG_INVALID;
+    /* CSWAP* and MSWAP need their operand; SWAP ignores it. */
+    if (kind == XP_TRIG_SWAP && operation != PTL_SWAP && !operand)
+        return PTL_ARG_INVALID;
+    rc = trig_new(ni, kind, threshold, &t);
+    if (rc != PTL_OK)
+        return rc;
+    t->get_md = get_md;
+    t->local_get_offset = local_get_offset;
+    t->md = put_md;
+    t->local_offset = local_put_offset;
+    t->length = length;
+    t->target = target_id;
+    t->pt_index = pt_index;
+    t->match_bits = match_bits;
+    t->remote_offset = remote_offset;
+    t->user_ptr = user_ptr;
+    t->hdr_data = hdr_data;
+    t->op = operation;
+    t->dt = datatype;
+    /* The operand is read when the operation fires, but the caller's buffer
+     * may be gone by then: keep a copy (one element). */
+    if (kind == XP_TRIG_SWAP && operand && esize <= sizeof(t->operand)) {
+        memcpy(t->operand, operand, esize);
+        t->has_operand = 1;
+    }
+    return trig_post(trig_ct_handle, t);
+}
+
+int PtlTriggeredFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+                            ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset,
+                            ptl_size_t length, ptl_process_t target_id,
+                            ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                            ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                            ptl_op_t operation, ptl_datatype_t datatype,
+                            ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    return trig_fetch_like(XP_TRIG_FETCH, get_md_handle, local_get_offset, put_md_handle,
+                           local_put_offset, length, target_id, pt_index, match_bits,
+                           remote_offset, user_ptr, hdr_data, NULL, operation, datatype,
+                           trig_ct_handle, threshold);
+}
+
+int PtlTriggeredSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+                     ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset,
+                     ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                     ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                     ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t operation,
+                     ptl_datatype_t datatype, ptl_handle_ct_t trig_ct_handle,
+                     ptl_size_t threshold)
+{
+    return trig_fetch_like(XP_TRIG_SWAP, get_md_handle, local_get_offset, put_md_handle,
+                           local_put_offset, length, target_id, pt_index, match_bits,
+                           remote_offset, user_ptr, hdr_data, operand, operation, datatype,
+                           trig_ct_handle, threshold);
+}
+
+/* TriggeredCTInc / TriggeredCTSet: both CTs live on the same NI. */
+static int trig_ct_op(xp_trig_kind_t kind, ptl_handle_ct_t ct_handle, ptl_ct_event_t value,
+                      ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    xp_ni_t *ni;
+    xp_ct_t *ct;
+    xp_trig_t *t = NULL;
+    int rc = trig_ni(trig_ct_handle, &ni);
+
+    if (rc != PTL_OK)
+        return rc;
+    ct = xp_ct_from_handle(ct_handle);
+    if (!ct || xp_ct_ni(ct) != ni)
+        return PTL_ARG_INVALID;
+    if (kind == XP_TRIG_CTINC && value.success && value.failure)
+        return PTL_ARG_INVALID;
+    rc = trig_new(ni, kind, threshold, &t);
+    if (rc != PTL_OK)
+        return rc;
+    t->ct = ct_handle;
+    t->value = value;
+    return trig_post(trig_ct_handle, t);
+}
+
+int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment,
+                      ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    return trig_ct_op(XP_TRIG_CTINC, ct_handle, increment, trig_ct_handle, threshold);
+}
+
+int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct,
+                      ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    return trig_ct_op(XP_TRIG_CTSET, ct_handle, new_ct, trig_ct_handle, threshold);
+}
