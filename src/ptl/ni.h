@@ -20,7 +20,7 @@
 #include "portals4.h"
 #include "xportals/status.h"
 
-#define XP_PTL_MAX_IFACES 4
+#define XP_PTL_MAX_IFACES 2 /* handles hold a 3-bit NI slot */
 #define XP_PTL_NI_SLOTS   (XP_PTL_MAX_IFACES * 4)
 
 /* Object kinds counted against the NI's limits. */

@@ -1,0 +1,143 @@
+/*
+ * ptl/engine.h - internals shared by the engine's files (init, NI, PT, LE/ME,
+ * MD, initiator and target sides of the packet protocol, progress).
+ *
+ * Design (DESIGN.md section 2; decisions taken here):
+ *
+ * Identity. pid = job rank, nid = node index (xp_node_of). A physical id
+ * (nid, pid) names job rank pid; a logical rank goes through the NI's map
+ * (identity unless PtlSetMap installed a permutation). Events carry the
+ * initiator as the receiving NI addresses it.
+ *
+ * Packets. Every Portals message is one transport packet: a fixed header
+ * (xp_pkt_t) followed by an optional payload. The initiator keeps NO per
+ * operation state: the header carries the initiator's MD handle, user_ptr and
+ * local offset, and acknowledgements / replies echo them back, so the
+ * initiator finds its MD by handle (generation-checked) when the answer
+ * arrives. MD->pending counts answers still expected (PtlMDRelease -> PTL_IN_USE).
+ *
+ * Data path. A put/atomic payload up to the inline limit (what fits in one
+ * packet) travels in the packet; the SEND event is generated as soon as the
+ * transport took the packet. Larger puts and get replies use the transport's
+ * single-copy RMA: the packet carries the initiator's (address, length)
+ * segments; the target reads them (put) or writes them (get reply) and then
+ * sends the answer (ACK, a bare completion, or REPLY); the initiator's SEND
+ * event for a large put is generated when that answer arrives.
+ *
+ * Target processing is synchronous inside the packet handler, under the PT
+ * lock: match, check permissions, move data, generate events/counts, answer.
+ * Answers that cannot be sent right away (peer ring full) are deferred and
+ * flushed by the progress loop, so two processes flooding each other never
+ * deadlock.
+ *
+ * Atomics are applied by the target's engine, under one process-wide atomic
+ * lock, so atomics from several initiators on one location are atomic with
+ * respect to each other (also for long double and complex types).
+ */
+#ifndef XP_PTL_ENGINE_H
+#define XP_PTL_ENGINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "portals4.h"
+#include "ptl/handle.h"
+#include "ptl/ni.h"
+#include "util/atomic.h"
+#include "xportals/status.h"
+
+/* ---------------------------------------------------------------- packets */
+
+typedef enum {
+    XP_PKT_PUT = 1,
+    XP_PKT_GET,
+    XP_PKT_ATOMIC,
+    XP_PKT_FETCH,    /* PtlFetchAtomic */
+    XP_PKT_SWAP,     /* PtlSwap */
+    XP_PKT_ACK,      /* answer to PUT/ATOMIC (full or counting ack, or bare completion) */
+    XP_PKT_REPLY,    /* answer to GET/FETCH/SWAP */
+} xp_pkt_type_t;
+
+enum {
+    XP_PKT_F_RMA     = 1u << 0, /* request: data by RMA (segments in payload) */
+    XP_PKT_F_NOACK   = 1u << 1, /* answer: completion only, no ack counting/event */
+    XP_PKT_F_SENDEV  = 1u << 2, /* answer: initiator still owes the SEND event */
+};
+
+/* Header of every engine packet (requests and answers share it). */
+typedef struct xp_pkt {
+    uint8_t type;          /* xp_pkt_type_t */
+    uint8_t slot;          /* target NI slot (answers: initiator NI slot) */
+    uint8_t ack_req;       /* ptl_ack_req_t */
+    uint8_t flags;         /* XP_PKT_F_* */
+    uint8_t atomic_op;     /* ptl_op_t */
+    uint8_t atomic_type;   /* ptl_datatype_t */
+    uint8_t fail;          /* answers: ptl_ni_fail_t */
+    uint8_t ptl_list;      /* answers: list matched */
+    uint32_t pt_index;
+    uint32_t md_handle;    /* initiator MD receiving the answer (put MD or get MD) */
+    uint32_t uid;          /* initiator's uid */
+    uint32_t nseg;         /* RMA: number of xp_seg_t in the payload */
+    uint64_t match_bits;
+    uint64_t hdr_data;
+    uint64_t rlength;      /* requested length */
+    uint64_t mlength;      /* answers: manipulated length */
+    uint64_t remote_offset;
+    uint64_t local_offset; /* echoed: offset in md_handle */
+    uint64_t user_ptr;     /* echoed */
+} xp_pkt_t;
+
+/* One initiator-side segment of an RMA transfer. */
+typedef struct xp_seg {
+    uint64_t addr;
+    uint64_t len;
+} xp_seg_t;
+
+/* Largest inline payload towards `rank` (packet size minus header). */
+size_t xp_eng_inline_max(int rank);
+/* Send a packet; spins with progress while the peer's ring is full.
+ * From the handler (in_handler = 1) a full ring defers the packet instead. */
+xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size_t len,
+                        const void *payload2, size_t len2, int in_handler);
+/* Flush deferred answers (progress loop). */
+void xp_eng_flush_deferred(void);
+
+/* ---------------------------------------------------------------- process state */
+
+typedef struct xp_ptl_state {
+    pthread_mutex_t lock;     /* init/fini and NI slots */
+    int init_count;
+    xp_ni_t *ni[XP_PTL_NI_SLOTS];
+    int rank, size;
+    uint32_t uid;
+    /* progress */
+    pthread_t progress_thread;
+    int progress_running;
+    int progress_stop;
+    pthread_mutex_t poll_lock;     /* one thread handles packets at a time */
+    uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
+    int active_waiters;            /* app threads spinning in xp_ptl_wait_until */
+    uint32_t park_word;            /* progress thread parks here while app threads spin */
+    /* deferred answers */
+    pthread_mutex_t defer_lock;
+    struct xp_deferred *defer_head, *defer_tail;
+    int defer_count;
+    /* atomics */
+    pthread_mutex_t atomic_lock;
+    /* handle tables of the engine's objects */
+    xp_handle_table_t md_table, le_table, me_table;
+} xp_ptl_state_t;
+
+xp_ptl_state_t *xp_ptl_state(void);
+
+/* The packet handler (registered with xp_tl_init). */
+void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len);
+/* Answers arriving at the initiator. */
+void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len);
+
+/* Free all objects of an NI (PtlNIFini's last reference). */
+void xp_pt_fini_all(xp_ni_t *ni);
+void xp_md_fini_all(xp_ni_t *ni);
+
+#endif

@@ -1,0 +1,471 @@
+/* ptl/ni.c - network interfaces: init/fini, limits, identity, maps, status. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptl/ct.h"
+#include "ptl/engine.h"
+#include "ptl/eq.h"
+#include "ptl/md.h"
+#include "ptl/progress.h"
+#include "ptl/pt.h"
+#include "transport/transport.h"
+#include "xportals/xp.h"
+#include "util/log.h"
+
+/* What this engine can offer; desired limits are clamped to these. */
+#define LIM_ENTRIES      (1 << 16)
+#define LIM_UH           (1 << 16)
+#define LIM_MDS          (1 << 16)
+#define LIM_CTS          (1 << 16)
+#define LIM_EQS          (1 << 12)
+#define LIM_PT_INDEX     255
+#define LIM_IOVECS       64
+#define LIM_LIST         (1 << 16)
+#define LIM_TRIGGERED    (1 << 16)
+#define LIM_ATOMIC       512
+
+static size_t min_inline(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    size_t m = SIZE_MAX;
+    for (int r = 0; r < st->size; r++) {
+        size_t v = xp_eng_inline_max(r);
+        if (v < m)
+            m = v;
+    }
+    return m == SIZE_MAX ? 0 : m;
+}
+
+static void default_limits(ptl_ni_limits_t *l)
+{
+    size_t inl = min_inline();
+    /* Atomics travel inline, with an operand of up to 32 bytes. */
+    size_t atomic = inl > 64 ? inl - 64 : 32;
+    if (atomic > LIM_ATOMIC)
+        atomic = LIM_ATOMIC;
+    atomic &= ~(size_t)31;
+    if (atomic < 32)
+        atomic = 32;
+    memset(l, 0, sizeof(*l));
+    l->max_entries = LIM_ENTRIES;
+    l->max_unexpected_headers = LIM_UH;
+    l->max_mds = LIM_MDS;
+    l->max_cts = LIM_CTS;
+    l->max_eqs = LIM_EQS;
+    l->max_pt_index = LIM_PT_INDEX;
+    l->max_iovecs = LIM_IOVECS;
+    l->max_list_size = LIM_LIST;
+    l->max_triggered_ops = LIM_TRIGGERED;
+    l->max_msg_size = (ptl_size_t)INT64_MAX;
+    l->max_atomic_size = atomic;
+    l->max_fetch_atomic_size = atomic;
+    l->max_waw_ordered_size = (ptl_size_t)INT64_MAX;
+    l->max_war_ordered_size = (ptl_size_t)INT64_MAX;
+    l->max_volatile_size = inl < 32 ? 32 : inl;
+    l->features = 0;
+}
+
+#define CLAMP_INT(f)                                                           \
+    do {                                                                       \
+        if (d->f > 0 && d->f < l->f)                                           \
+            l->f = d->f;                                                       \
+    } while (0)
+
+/* Desired limits lower ours (never below the specification's minimums);
+ * features are granted when we support them. */
+static void negotiate(ptl_ni_limits_t *l, const ptl_ni_limits_t *d)
+{
+    if (!d)
+        return;
+    CLAMP_INT(max_entries);
+    CLAMP_INT(max_unexpected_headers);
+    CLAMP_INT(max_mds);
+    CLAMP_INT(max_cts);
+    CLAMP_INT(max_eqs);
+    if (d->max_pt_index >= 63 && d->max_pt_index < l->max_pt_index)
+        l->max_pt_index = d->max_pt_index;
+    CLAMP_INT(max_iovecs);
+    CLAMP_INT(max_list_size);
+    CLAMP_INT(max_triggered_ops);
+    if (d->max_msg_size > 0 && d->max_msg_size < l->max_msg_size)
+        l->max_msg_size = d->max_msg_size;
+    /* Ordering and atomic sizes: we always give what we have (more is fine). */
+    if (d->features & PTL_TOTAL_DATA_ORDERING)
+        l->features |= PTL_TOTAL_DATA_ORDERING;
+}
+
+xp_ni_t *xp_ni_from_slot(int slot)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    if (slot < 0 || slot >= XP_PTL_NI_SLOTS)
+        return NULL;
+    return __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
+}
+
+xp_ni_t *xp_ni_from_handle(ptl_handle_ni_t handle)
+{
+    xp_ni_t *ni;
+    if (xp_handle_type_of(handle) != XP_HANDLE_NI)
+        return NULL;
+    ni = xp_ni_from_slot((int)xp_handle_ni_of(handle));
+    if (!ni || ni->handle != handle)
+        return NULL;
+    return ni;
+}
+
+xp_status_t xp_ni_obj_acquire(xp_ni_t *ni, xp_ni_obj_kind_t kind)
+{
+    int max;
+    switch (kind) {
+    case XP_NI_OBJ_ENTRY: max = ni->limits.max_entries; break;
+    case XP_NI_OBJ_MD: max = ni->limits.max_mds; break;
+    case XP_NI_OBJ_CT: max = ni->limits.max_cts; break;
+    case XP_NI_OBJ_EQ: max = ni->limits.max_eqs; break;
+    case XP_NI_OBJ_TRIGGERED: max = ni->limits.max_triggered_ops; break;
+    default: return XP_ERR_INVALID;
+    }
+    if (__atomic_add_fetch(&ni->obj_count[kind], 1, __ATOMIC_ACQ_REL) > max) {
+        __atomic_sub_fetch(&ni->obj_count[kind], 1, __ATOMIC_ACQ_REL);
+        return XP_ERR_NO_RESOURCE;
+    }
+    return XP_OK;
+}
+
+void xp_ni_obj_release(xp_ni_t *ni, xp_ni_obj_kind_t kind)
+{
+    __atomic_sub_fetch(&ni->obj_count[kind], 1, __ATOMIC_ACQ_REL);
+}
+
+void xp_ni_sr_inc(xp_ni_t *ni, ptl_sr_index_t reg)
+{
+    if ((unsigned)reg < PTL_SR_LAST)
+        __atomic_add_fetch(&ni->sr[reg], 1, __ATOMIC_RELAXED);
+}
+
+int xp_ni_target_rank(const xp_ni_t *ni, ptl_process_t id)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    if (ni->physical) {
+        if (id.phys.pid >= (ptl_pid_t)st->size)
+            return -1;
+        if ((int)id.phys.nid != xp_node_of((int)id.phys.pid))
+            return -1;
+        return (int)id.phys.pid;
+    }
+    if (id.rank >= ni->map_size)
+        return -1;
+    return ni->map[id.rank];
+}
+
+ptl_process_t xp_ni_process_of(const xp_ni_t *ni, int rank)
+{
+    ptl_process_t p;
+    memset(&p, 0, sizeof(p));
+    if (ni->physical) {
+        p.phys.nid = (ptl_nid_t)xp_node_of(rank);
+        p.phys.pid = (ptl_pid_t)rank;
+        return p;
+    }
+    /* Identity map in the common case; otherwise search the permutation. */
+    if ((ptl_size_t)rank < ni->map_size && ni->map[rank] == rank) {
+        p.rank = (ptl_rank_t)rank;
+        return p;
+    }
+    p.rank = PTL_RANK_ANY;
+    for (ptl_size_t i = 0; i < ni->map_size; i++) {
+        if (ni->map[i] == rank) {
+            p.rank = (ptl_rank_t)i;
+            break;
+        }
+    }
+    return p;
+}
+
+static xp_ni_t *ni_create(int slot, ptl_interface_t iface, unsigned options,
+                          const ptl_ni_limits_t *desired)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    xp_ni_t *ni = calloc(1, sizeof(*ni));
+    if (!ni)
+        return NULL;
+    ni->slot = slot;
+    ni->iface = iface;
+    ni->options = options;
+    ni->matching = !!(options & PTL_NI_MATCHING);
+    ni->physical = !!(options & PTL_NI_PHYSICAL);
+    ni->refcount = 1;
+    pthread_mutex_init(&ni->lock, NULL);
+    default_limits(&ni->limits);
+    negotiate(&ni->limits, desired);
+    ni->pt = calloc((size_t)ni->limits.max_pt_index + 1, sizeof(xp_pt_t));
+    ni->map_size = (ptl_size_t)st->size;
+    ni->map = malloc(sizeof(int) * (size_t)(st->size > 0 ? st->size : 1));
+    if (!ni->pt || !ni->map) {
+        free(ni->pt);
+        free(ni->map);
+        free(ni);
+        return NULL;
+    }
+    for (int i = 0; i <= ni->limits.max_pt_index; i++)
+        pthread_mutex_init(&ni->pt[i].lock, NULL);
+    for (int r = 0; r < st->size; r++)
+        ni->map[r] = r;
+    ni->handle = xp_handle_make(XP_HANDLE_NI, (unsigned)slot, 0, 0);
+    return ni;
+}
+
+void xp_ni_destroy(xp_ni_t *ni)
+{
+    xp_pt_fini_all(ni);
+    xp_md_fini_all(ni);
+    xp_ct_ni_fini(ni);
+    xp_eq_ni_fini(ni);
+    for (int i = 0; i <= ni->limits.max_pt_index; i++)
+        pthread_mutex_destroy(&ni->pt[i].lock);
+    pthread_mutex_destroy(&ni->lock);
+    free(ni->pt);
+    free(ni->map);
+    free(ni);
+}
+
+static int ni_options_valid(unsigned options)
+{
+    if (options & ~PTL_NI_INIT_OPTIONS_MASK)
+        return 0;
+    if (!!(options & PTL_NI_MATCHING) == !!(options & PTL_NI_NO_MATCHING))
+        return 0;
+    if (!!(options & PTL_NI_LOGICAL) == !!(options & PTL_NI_PHYSICAL))
+        return 0;
+    return 1;
+}
+
+int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
+              const ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,
+              ptl_handle_ni_t *ni_handle)
+{
+    xp_ptl_state_t *st;
+    xp_ni_t *ni;
+    int slot;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    st = xp_ptl_state();
+    if (iface == PTL_IFACE_DEFAULT)
+        iface = 0;
+    if (iface >= XP_PTL_MAX_IFACES || !ni_options_valid(options) || !ni_handle)
+        return PTL_ARG_INVALID;
+    /* pid is this process's rank; any other explicit pid is taken by
+     * another process of the job (or does not exist). */
+    if (pid != PTL_PID_ANY && pid != (ptl_pid_t)st->rank)
+        return (int)pid < st->size ? PTL_PID_IN_USE : PTL_ARG_INVALID;
+    slot = (int)iface * 4 + ((options & PTL_NI_MATCHING) ? 2 : 0) +
+           ((options & PTL_NI_PHYSICAL) ? 1 : 0);
+
+    pthread_mutex_lock(&st->lock);
+    ni = st->ni[slot];
+    if (ni) {
+        ni->refcount++;
+    } else {
+        ni = ni_create(slot, iface, options, desired);
+        if (!ni) {
+            pthread_mutex_unlock(&st->lock);
+            return PTL_NO_SPACE;
+        }
+        __atomic_store_n(&st->ni[slot], ni, __ATOMIC_RELEASE);
+    }
+    if (actual)
+        *actual = ni->limits;
+    *ni_handle = ni->handle;
+    pthread_mutex_unlock(&st->lock);
+    return PTL_OK;
+}
+
+int PtlNIFini(ptl_handle_ni_t ni_handle)
+{
+    xp_ptl_state_t *st;
+    xp_ni_t *ni;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    st = xp_ptl_state();
+    pthread_mutex_lock(&st->lock);
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni) {
+        pthread_mutex_unlock(&st->lock);
+        return PTL_ARG_INVALID;
+    }
+    if (--ni->refcount > 0) {
+        pthread_mutex_unlock(&st->lock);
+        return PTL_OK;
+    }
+    /* Unpublish first so the packet handler stops finding it, then wait for
+     * a handler that may still be using it (it holds the poll lock). */
+    __atomic_store_n(&st->ni[ni->slot], NULL, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&st->poll_lock);
+    pthread_mutex_unlock(&st->poll_lock);
+    xp_ptl_interrupt();
+    xp_ni_destroy(ni);
+    pthread_mutex_unlock(&st->lock);
+    return PTL_OK;
+}
+
+int PtlNIStatus(ptl_handle_ni_t ni_handle, ptl_sr_index_t status_register,
+                ptl_sr_value_t *status)
+{
+    xp_ni_t *ni;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || (unsigned)status_register >= PTL_SR_LAST || !status)
+        return PTL_ARG_INVALID;
+    *status = __atomic_load_n(&ni->sr[status_register], __ATOMIC_RELAXED);
+    return PTL_OK;
+}
+
+int PtlGetUid(ptl_handle_ni_t ni_handle, ptl_uid_t *uid)
+{
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    if (!xp_ni_from_handle(ni_handle) || !uid)
+        return PTL_ARG_INVALID;
+    *uid = xp_ptl_state()->uid;
+    return PTL_OK;
+}
+
+int PtlGetJid(ptl_handle_ni_t ni_handle, ptl_jid_t *jid)
+{
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    if (!xp_ni_from_handle(ni_handle) || !jid)
+        return PTL_ARG_INVALID;
+    *jid = PTL_JID_NONE;
+    return PTL_OK;
+}
+
+int PtlGetPhysId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
+{
+    xp_ptl_state_t *st;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    if (!xp_ni_from_handle(ni_handle) || !id)
+        return PTL_ARG_INVALID;
+    st = xp_ptl_state();
+    memset(id, 0, sizeof(*id));
+    id->phys.nid = (ptl_nid_t)xp_node_of(st->rank);
+    id->phys.pid = (ptl_pid_t)st->rank;
+    return PTL_OK;
+}
+
+int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
+{
+    xp_ni_t *ni;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || !id)
+        return PTL_ARG_INVALID;
+    xp_ni_lock(ni);
+    *id = xp_ni_process_of(ni, xp_ptl_state()->rank);
+    xp_ni_unlock(ni);
+    return PTL_OK;
+}
+
+/* Job rank named by a physical id of a map, -1 if no such process. */
+static int map_entry_rank(const ptl_process_t *p)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    if (p->phys.pid >= (ptl_pid_t)st->size || (int)p->phys.nid != xp_node_of((int)p->phys.pid))
+        return -1;
+    return (int)p->phys.pid;
+}
+
+int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_t *mapping)
+{
+    xp_ni_t *ni;
+    int *map, same;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || ni->physical || map_size == 0 || !mapping)
+        return PTL_ARG_INVALID;
+    map = malloc(sizeof(int) * map_size);
+    if (!map)
+        return PTL_NO_SPACE;
+    for (ptl_size_t i = 0; i < map_size; i++) {
+        map[i] = map_entry_rank(&mapping[i]);
+        if (map[i] < 0) {
+            xp_error("PtlSetMap: entry %zu (nid %u, pid %u) is no process of this job",
+                     (size_t)i, mapping[i].phys.nid, mapping[i].phys.pid);
+            free(map);
+            return PTL_ARG_INVALID;
+        }
+    }
+    xp_ni_lock(ni);
+    same = map_size == ni->map_size && memcmp(map, ni->map, sizeof(int) * map_size) == 0;
+    if (same) {
+        xp_ni_unlock(ni);
+        free(map);
+        return PTL_OK;
+    }
+    if (ni->map_set) {
+        /* A different map is already in use: the specification lets us refuse. */
+        xp_ni_unlock(ni);
+        free(map);
+        return PTL_IGNORED;
+    }
+    free(ni->map);
+    ni->map = map;
+    ni->map_size = map_size;
+    ni->map_set = 1;
+    xp_ni_unlock(ni);
+    return PTL_OK;
+}
+
+int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, ptl_process_t *mapping,
+              ptl_size_t *actual_map_size)
+{
+    xp_ni_t *ni;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || ni->physical || !actual_map_size || (map_size > 0 && !mapping))
+        return PTL_ARG_INVALID;
+    xp_ni_lock(ni);
+    for (ptl_size_t i = 0; i < map_size && i < ni->map_size; i++) {
+        memset(&mapping[i], 0, sizeof(mapping[i]));
+        mapping[i].phys.nid = (ptl_nid_t)xp_node_of(ni->map[i]);
+        mapping[i].phys.pid = (ptl_pid_t)ni->map[i];
+    }
+    *actual_map_size = ni->map_size;
+    xp_ni_unlock(ni);
+    return PTL_OK;
+}
+
+int PtlStartBundle(ptl_handle_ni_t ni_handle)
+{
+    xp_ni_t *ni;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni)
+        return PTL_ARG_INVALID;
+    /* Operations are never deferred (each is one packet already), so a
+     * bundle is only counted. */
+    __atomic_add_fetch(&ni->bundle_depth, 1, __ATOMIC_RELAXED);
+    return PTL_OK;
+}
+
+int PtlEndBundle(ptl_handle_ni_t ni_handle)
+{
+    xp_ni_t *ni;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni)
+        return PTL_ARG_INVALID;
+    if (__atomic_sub_fetch(&ni->bundle_depth, 1, __ATOMIC_RELAXED) < 0) {
+        __atomic_add_fetch(&ni->bundle_depth, 1, __ATOMIC_RELAXED);
+        return PTL_ARG_INVALID;
+    }
+    xp_ptl_progress();
+    return PTL_OK;
+}

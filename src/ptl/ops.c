@@ -1,0 +1,475 @@
+/* ptl/ops.c - the initiator side: PtlPut/Get/Atomic/FetchAtomic/Swap, sending
+ * packets (with deferral from the handler) and the answers (ACK, REPLY). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptl/atomic_ops.h"
+#include "ptl/ct.h"
+#include "ptl/engine.h"
+#include "ptl/eq.h"
+#include "ptl/md.h"
+#include "ptl/progress.h"
+#include "transport/transport.h"
+#include "util/log.h"
+
+#define MAX_SEGS 64
+
+size_t xp_eng_inline_max(int rank)
+{
+    size_t p = xp_tl_max_packet(rank);
+    return p > sizeof(xp_pkt_t) ? p - sizeof(xp_pkt_t) : 0;
+}
+
+/* ---------------------------------------------------------------- sending */
+
+typedef struct xp_deferred {
+    struct xp_deferred *next;
+    int rank;
+    size_t len;
+    xp_pkt_t hdr;
+    unsigned char payload[];
+} xp_deferred_t;
+
+static void defer(xp_ptl_state_t *st, int rank, const xp_pkt_t *hdr, const void *p, size_t len)
+{
+    xp_deferred_t *d = malloc(sizeof(*d) + len);
+    if (!d) {
+        xp_error("out of memory deferring an answer to rank %d: answer lost", rank);
+        return;
+    }
+    d->next = NULL;
+    d->rank = rank;
+    d->len = len;
+    d->hdr = *hdr;
+    if (len)
+        memcpy(d->payload, p, len);
+    pthread_mutex_lock(&st->defer_lock);
+    if (st->defer_tail)
+        st->defer_tail->next = d;
+    else
+        st->defer_head = d;
+    st->defer_tail = d;
+    __atomic_add_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&st->defer_lock);
+}
+
+void xp_eng_flush_deferred(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    pthread_mutex_lock(&st->defer_lock);
+    while (st->defer_head) {
+        xp_deferred_t *d = st->defer_head;
+        xp_status_t rc = xp_tl_send(d->rank, &d->hdr, sizeof(d->hdr), d->payload, d->len);
+        if (rc == XP_ERR_AGAIN)
+            break;
+        if (rc != XP_OK)
+            xp_warn("answer to rank %d lost: %s", d->rank, xp_status_string(rc));
+        st->defer_head = d->next;
+        if (!st->defer_head)
+            st->defer_tail = NULL;
+        __atomic_sub_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
+        free(d);
+    }
+    pthread_mutex_unlock(&st->defer_lock);
+}
+
+xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size_t len,
+                        const void *payload2, size_t len2, int in_handler)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    unsigned char buf[len2 ? len + len2 : 1];
+    xp_status_t rc;
+    if (len2) {
+        memcpy(buf, payload, len);
+        memcpy(buf + len, payload2, len2);
+        payload = buf;
+        len += len2;
+    }
+    if (in_handler) {
+        /* Keep answers in order behind deferred ones. */
+        if (__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE)) {
+            xp_eng_flush_deferred();
+            if (__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE)) {
+                defer(st, rank, hdr, payload, len);
+                return XP_OK;
+            }
+        }
+        rc = xp_tl_send(rank, hdr, sizeof(*hdr), payload, len);
+        if (rc == XP_ERR_AGAIN) {
+            defer(st, rank, hdr, payload, len);
+            return XP_OK;
+        }
+        return rc;
+    }
+    for (;;) {
+        rc = xp_tl_send(rank, hdr, sizeof(*hdr), payload, len);
+        if (rc != XP_ERR_AGAIN)
+            return rc;
+        xp_ptl_progress();
+        xp_cpu_relax();
+    }
+}
+
+/* ---------------------------------------------------------------- initiator events */
+
+static void md_count(xp_md_t *md, unsigned opt, int ok, ptl_size_t bytes)
+{
+    if (!md->ct || !(md->options & opt))
+        return;
+    if (!ok)
+        xp_ct_add(md->ct, 0, 1);
+    else
+        xp_ct_add(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? bytes : 1, 0);
+}
+
+static void md_event(xp_md_t *md, ptl_event_kind_t type, ptl_ni_fail_t fail, void *user_ptr,
+                     const xp_pkt_t *h, ptl_size_t local_offset)
+{
+    ptl_event_t ev;
+    if (!md->eq)
+        return;
+    if (fail == PTL_NI_OK) {
+        if (md->options & PTL_MD_EVENT_SUCCESS_DISABLE)
+            return;
+        if (type == PTL_EVENT_SEND && (md->options & PTL_MD_EVENT_SEND_DISABLE))
+            return;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.type = type;
+    ev.user_ptr = user_ptr;
+    ev.ni_fail_type = fail;
+    ev.start = xp_region_addr(&md->region, local_offset);
+    if (h) {
+        ev.hdr_data = h->hdr_data;
+        ev.match_bits = h->match_bits;
+        ev.rlength = h->rlength;
+        ev.mlength = h->mlength;
+        ev.remote_offset = h->remote_offset;
+        ev.pt_index = h->pt_index;
+        ev.ptl_list = (ptl_list_t)h->ptl_list;
+        ev.atomic_operation = (ptl_op_t)h->atomic_op;
+        ev.atomic_type = (ptl_datatype_t)h->atomic_type;
+        ev.uid = xp_ptl_state()->uid;
+    }
+    xp_eq_push(md->eq, &ev);
+    xp_ptl_notify();
+}
+
+/* The SEND event of an operation (local completion). */
+static void send_done(xp_md_t *md, ptl_ni_fail_t fail, void *user_ptr, const xp_pkt_t *h,
+                      ptl_size_t local_offset)
+{
+    md_event(md, PTL_EVENT_SEND, fail, user_ptr, h, local_offset);
+    md_count(md, PTL_MD_EVENT_CT_SEND, fail == PTL_NI_OK, h ? h->rlength : 0);
+    if (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))
+        xp_ptl_notify();
+}
+
+void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len)
+{
+    xp_md_t *md = xp_md_from_handle(h->md_handle);
+    void *user_ptr = (void *)(uintptr_t)h->user_ptr;
+    int ok = h->fail == PTL_NI_OK;
+    if (!md) {
+        xp_debug("answer from rank %d for a released MD %#x dropped", src_rank, h->md_handle);
+        return;
+    }
+    if (h->type == XP_PKT_ACK) {
+        if (h->flags & XP_PKT_F_SENDEV)
+            send_done(md, PTL_NI_OK, user_ptr, h, h->local_offset);
+        if (!(h->flags & XP_PKT_F_NOACK)) {
+            switch (h->ack_req) {
+            case PTL_ACK_REQ:
+                md_event(md, PTL_EVENT_ACK, h->fail, user_ptr, h, h->local_offset);
+                md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
+                break;
+            case PTL_CT_ACK_REQ:
+                md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
+                break;
+            case PTL_OC_ACK_REQ:
+                if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
+                    xp_ct_add(md->ct, ok ? 1 : 0, ok ? 0 : 1);
+                break;
+            default:
+                break;
+            }
+        }
+    } else {
+        /* REPLY: inline data lands in the MD now (RMA data is already there). */
+        if (ok && len > 0 && !(h->flags & XP_PKT_F_RMA)) {
+            size_t n = len < h->mlength ? len : h->mlength;
+            xp_region_write(&md->region, h->local_offset, payload, n);
+        }
+        md_event(md, PTL_EVENT_REPLY, h->fail, user_ptr, h, h->local_offset);
+        md_count(md, PTL_MD_EVENT_CT_REPLY, ok, h->mlength);
+    }
+    xp_ptl_notify();
+    __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static void pkt_init(xp_pkt_t *h, xp_pkt_type_t type, const xp_md_t *md, ptl_pt_index_t pt_index,
+                     ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                     ptl_hdr_data_t hdr_data, ptl_size_t length)
+{
+    memset(h, 0, sizeof(*h));
+    h->type = (uint8_t)type;
+    h->slot = (uint8_t)md->ni->slot;
+    h->pt_index = pt_index;
+    h->md_handle = md->handle;
+    h->uid = xp_ptl_state()->uid;
+    h->match_bits = match_bits;
+    h->hdr_data = hdr_data;
+    h->rlength = length;
+    h->remote_offset = remote_offset;
+    h->user_ptr = (uint64_t)(uintptr_t)user_ptr;
+}
+
+/* Segments of md covering [off, off+len) for the target's RMA. */
+static int make_segs(const xp_md_t *md, ptl_size_t off, ptl_size_t len, xp_seg_t *segs)
+{
+    struct iovec iov[MAX_SEGS];
+    int n = xp_region_iov(&md->region, off, len, iov, MAX_SEGS);
+    for (int i = 0; i < n; i++) {
+        segs[i].addr = (uint64_t)(uintptr_t)iov[i].iov_base;
+        segs[i].len = iov[i].iov_len;
+    }
+    return n;
+}
+
+static int check_range(const xp_md_t *md, ptl_size_t off, ptl_size_t len)
+{
+    return off <= md->region.length && len <= md->region.length - off &&
+           len <= md->ni->limits.max_msg_size;
+}
+
+/* The operation could not be handed to the transport: report it as the
+ * specification does, through events (the call itself succeeded). */
+static void undeliverable(xp_md_t *md, const xp_pkt_t *h, int expects_answer, xp_md_t *get_md,
+                          ptl_size_t get_off)
+{
+    send_done(md, PTL_NI_UNDELIVERABLE, (void *)(uintptr_t)h->user_ptr, h, h->local_offset);
+    if (get_md) {
+        md_event(get_md, PTL_EVENT_REPLY, PTL_NI_UNDELIVERABLE, (void *)(uintptr_t)h->user_ptr, h,
+                 get_off);
+        md_count(get_md, PTL_MD_EVENT_CT_REPLY, 0, 0);
+    }
+    if (expects_answer)
+        __atomic_sub_fetch(&(get_md ? get_md : md)->pending, 1, __ATOMIC_ACQ_REL);
+}
+
+int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+           ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+           ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+           ptl_hdr_data_t hdr_data)
+{
+    xp_md_t *md;
+    xp_pkt_t h;
+    int rank, rma, answer;
+    xp_status_t rc;
+
+    if (__builtin_expect(!xp_ptl_initialized(), 0))
+        return PTL_NO_INIT;
+    md = xp_md_from_handle(md_handle);
+    if (!md || (unsigned)ack_req > PTL_OC_ACK_REQ || !check_range(md, local_offset, length))
+        return PTL_ARG_INVALID;
+    rank = xp_ni_target_rank(md->ni, target_id);
+    if (rank < 0)
+        return PTL_ARG_INVALID;
+    pkt_init(&h, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data, length);
+    h.ack_req = (uint8_t)ack_req;
+    h.local_offset = local_offset;
+    rma = length > xp_eng_inline_max(rank) || !xp_region_contiguous(&md->region, local_offset, length);
+    if (rma && length <= xp_eng_inline_max(rank)) {
+        /* Small but scattered: gather it into the packet. */
+        unsigned char buf[length ? length : 1];
+        xp_region_read(&md->region, local_offset, buf, length);
+        answer = ack_req != PTL_NO_ACK_REQ;
+        if (answer)
+            __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        rc = xp_eng_send(rank, &h, buf, length, NULL, 0, 0);
+        goto sent_inline;
+    }
+    if (rma) {
+        xp_seg_t segs[MAX_SEGS];
+        int n;
+        if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA)) {
+            xp_error("PtlPut: %zu bytes to rank %d need single-copy RMA, which this transport "
+                     "lacks (fragmentation is not implemented)", (size_t)length, rank);
+            return PTL_FAIL;
+        }
+        n = make_segs(md, local_offset, length, segs);
+        if (n < 0)
+            return PTL_ARG_INVALID;
+        h.flags |= XP_PKT_F_RMA;
+        h.nseg = (uint32_t)n;
+        /* The SEND event waits for the target's completion (it reads our buffer). */
+        __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
+        if (rc != XP_OK)
+            undeliverable(md, &h, 1, NULL, 0);
+        return PTL_OK;
+    }
+    answer = ack_req != PTL_NO_ACK_REQ;
+    if (answer)
+        __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+    rc = xp_eng_send(rank, &h, xp_region_addr(&md->region, local_offset), length, NULL, 0, 0);
+sent_inline:
+    if (rc != XP_OK) {
+        undeliverable(md, &h, answer, NULL, 0);
+        return PTL_OK;
+    }
+    /* The payload was copied into the transport: the buffer is free again. */
+    send_done(md, PTL_NI_OK, user_ptr, &h, local_offset);
+    return PTL_OK;
+}
+
+int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+           ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+           ptl_size_t remote_offset, void *user_ptr)
+{
+    xp_md_t *md;
+    xp_pkt_t h;
+    xp_seg_t segs[MAX_SEGS];
+    int rank, n = 0;
+    xp_status_t rc;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    md = xp_md_from_handle(md_handle);
+    if (!md || !check_range(md, local_offset, length))
+        return PTL_ARG_INVALID;
+    rank = xp_ni_target_rank(md->ni, target_id);
+    if (rank < 0)
+        return PTL_ARG_INVALID;
+    pkt_init(&h, XP_PKT_GET, md, pt_index, match_bits, remote_offset, user_ptr, 0, length);
+    h.local_offset = local_offset;
+    if (length > xp_eng_inline_max(rank)) {
+        if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA)) {
+            xp_error("PtlGet: %zu bytes from rank %d need single-copy RMA, which this transport "
+                     "lacks", (size_t)length, rank);
+            return PTL_FAIL;
+        }
+        n = make_segs(md, local_offset, length, segs);
+        if (n < 0)
+            return PTL_ARG_INVALID;
+        h.flags |= XP_PKT_F_RMA;
+        h.nseg = (uint32_t)n;
+    }
+    __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+    rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
+    if (rc != XP_OK) {
+        md_event(md, PTL_EVENT_REPLY, PTL_NI_UNDELIVERABLE, user_ptr, &h, local_offset);
+        md_count(md, PTL_MD_EVENT_CT_REPLY, 0, 0);
+        __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+    }
+    return PTL_OK;
+}
+
+/* Common body of the three atomic calls. get_md is NULL for PtlAtomic. */
+static int atomic_common(xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *put_md,
+                         ptl_size_t local_put_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+                         ptl_process_t target_id, ptl_pt_index_t pt_index,
+                         ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                         ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t op,
+                         ptl_datatype_t dt, int kind)
+{
+    xp_pkt_t h;
+    int rank, answer;
+    size_t esize = xp_atomic_type_size(dt);
+    size_t max = get_md ? put_md->ni->limits.max_fetch_atomic_size : put_md->ni->limits.max_atomic_size;
+    xp_status_t rc;
+
+    if (!check_range(put_md, local_put_offset, length) || length > max)
+        return PTL_ARG_INVALID;
+    if (get_md && (get_md->ni != put_md->ni || !check_range(get_md, local_get_offset, length)))
+        return PTL_ARG_INVALID;
+    if (xp_atomic_check(op, dt, length, kind) != XP_OK)
+        return PTL_ARG_INVALID;
+    if (kind == XP_ATOMIC_SWAP && op != PTL_SWAP && !operand)
+        return PTL_ARG_INVALID;
+    rank = xp_ni_target_rank(put_md->ni, target_id);
+    if (rank < 0)
+        return PTL_ARG_INVALID;
+    pkt_init(&h, kind == XP_ATOMIC_PLAIN ? XP_PKT_ATOMIC : kind == XP_ATOMIC_FETCH ? XP_PKT_FETCH : XP_PKT_SWAP,
+             get_md ? get_md : put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data, length);
+    h.ack_req = (uint8_t)(get_md ? PTL_NO_ACK_REQ : ack_req);
+    h.atomic_op = (uint8_t)op;
+    h.atomic_type = (uint8_t)dt;
+    h.local_offset = get_md ? local_get_offset : local_put_offset;
+
+    unsigned char buf[length + 32];
+    size_t oplen = 0;
+    if (kind == XP_ATOMIC_SWAP && op != PTL_SWAP) {
+        memcpy(buf, operand, esize);
+        oplen = esize;
+        h.flags |= 0; /* operand first, data after: nseg carries the operand length */
+        h.nseg = (uint32_t)oplen;
+    }
+    xp_region_read(&put_md->region, local_put_offset, buf + oplen, length);
+
+    answer = get_md ? 1 : ack_req != PTL_NO_ACK_REQ;
+    if (answer)
+        __atomic_add_fetch(&(get_md ? get_md : put_md)->pending, 1, __ATOMIC_ACQ_REL);
+    rc = xp_eng_send(rank, &h, buf, oplen + length, NULL, 0, 0);
+    h.local_offset = local_put_offset;
+    if (rc != XP_OK) {
+        undeliverable(put_md, &h, answer, get_md, local_get_offset);
+        return PTL_OK;
+    }
+    send_done(put_md, PTL_NI_OK, user_ptr, &h, local_put_offset);
+    return PTL_OK;
+}
+
+int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+              ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+              ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+              ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype)
+{
+    xp_md_t *md;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    md = xp_md_from_handle(md_handle);
+    if (!md || (unsigned)ack_req > PTL_OC_ACK_REQ)
+        return PTL_ARG_INVALID;
+    return atomic_common(NULL, 0, md, local_offset, length, ack_req, target_id, pt_index,
+                         match_bits, remote_offset, user_ptr, hdr_data, NULL, operation, datatype,
+                         XP_ATOMIC_PLAIN);
+}
+
+int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+                   ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset, ptl_size_t length,
+                   ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                   ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                   ptl_op_t operation, ptl_datatype_t datatype)
+{
+    xp_md_t *get_md, *put_md;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    get_md = xp_md_from_handle(get_md_handle);
+    put_md = xp_md_from_handle(put_md_handle);
+    if (!get_md || !put_md)
+        return PTL_ARG_INVALID;
+    return atomic_common(get_md, local_get_offset, put_md, local_put_offset, length,
+                         PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset, user_ptr,
+                         hdr_data, NULL, operation, datatype, XP_ATOMIC_FETCH);
+}
+
+int PtlSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+            ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset, ptl_size_t length,
+            ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+            ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+            const void *operand, ptl_op_t operation, ptl_datatype_t datatype)
+{
+    xp_md_t *get_md, *put_md;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    get_md = xp_md_from_handle(get_md_handle);
+    put_md = xp_md_from_handle(put_md_handle);
+    if (!get_md || !put_md)
+        return PTL_ARG_INVALID;
+    return atomic_common(get_md, local_get_offset, put_md, local_put_offset, length,
+                         PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset, user_ptr,
+                         hdr_data, operand, operation, datatype, XP_ATOMIC_SWAP);
+}

@@ -1,0 +1,152 @@
+/* ptl/progress.c - inline progress, the progress thread and the wait primitive. */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "ptl/engine.h"
+#include "ptl/progress.h"
+#include "transport/transport.h"
+#include "util/clock.h"
+#include "util/config.h"
+#include "util/log.h"
+
+/* How long the progress thread stays parked while application threads spin
+ * (it re-checks after this; nobody wakes it, so waiters pay no syscall). */
+#define PARK_NS 1000000ull
+
+int xp_ptl_progress(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    int n;
+    if (pthread_mutex_trylock(&st->poll_lock) != 0)
+        return 0;
+    n = xp_tl_progress();
+    if (__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
+        xp_eng_flush_deferred();
+    pthread_mutex_unlock(&st->poll_lock);
+    return n;
+}
+
+void xp_ptl_notify(void)
+{
+    xp_doorbell_t *db = xp_tl_doorbell();
+    if (db)
+        xp_doorbell_ring(db);
+}
+
+void xp_ptl_interrupt(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    __atomic_add_fetch(&st->abort_gen, 1, __ATOMIC_ACQ_REL);
+    xp_ptl_notify();
+}
+
+typedef struct wait_ctx {
+    xp_wait_pred_t pred;
+    void *arg;
+    uint32_t gen;
+    xp_ptl_state_t *st;
+} wait_ctx_t;
+
+static int wait_pred(void *arg)
+{
+    wait_ctx_t *w = arg;
+    if (w->pred(w->arg))
+        return 1;
+    if (__atomic_load_n(&w->st->abort_gen, __ATOMIC_ACQUIRE) != w->gen)
+        return 1;
+    xp_ptl_progress();
+    return w->pred(w->arg);
+}
+
+xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    wait_ctx_t w = { pred, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st };
+    long spins = xp_config()->spin_count * 4 + 1;
+    xp_status_t rc = XP_OK;
+
+    if (pred(arg))
+        return XP_OK;
+    /* Active phase: this thread polls; the progress thread parks. */
+    __atomic_add_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    for (long i = 0; i < spins; i++) {
+        if (wait_pred(&w))
+            goto done_active;
+        if ((i & 255) == 255 && deadline_ns != UINT64_MAX && xp_time_ns() >= deadline_ns) {
+            rc = XP_ERR_TIMEOUT;
+            goto done_active;
+        }
+        xp_cpu_relax();
+    }
+    __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    /* Passive phase: sleep on the doorbell; arrivals and local updates ring it. */
+    rc = xp_doorbell_wait(xp_tl_doorbell(), wait_pred, &w, deadline_ns);
+    goto check;
+done_active:
+    __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+check:
+    if (rc == XP_OK && !pred(arg) &&
+        __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE) != w.gen)
+        return XP_ERR_CANCELED;
+    return rc;
+}
+
+/* ---------------------------------------------------------------- progress thread */
+
+static int thread_pred(void *arg)
+{
+    xp_ptl_state_t *st = arg;
+    if (__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE))
+        return 1;
+    if (__atomic_load_n(&st->active_waiters, __ATOMIC_ACQUIRE))
+        return 1;
+    return xp_tl_pending() || __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE);
+}
+
+static void *progress_main(void *arg)
+{
+    xp_ptl_state_t *st = arg;
+    while (!__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&st->active_waiters, __ATOMIC_ACQUIRE)) {
+            uint32_t seen = __atomic_load_n(&st->park_word, __ATOMIC_ACQUIRE);
+            xp_futex_wait(&st->park_word, seen, PARK_NS);
+            continue;
+        }
+        if (xp_ptl_progress() > 0)
+            continue;
+        xp_doorbell_wait(xp_tl_doorbell(), thread_pred, st, UINT64_MAX);
+        xp_ptl_progress();
+    }
+    return NULL;
+}
+
+xp_status_t xp_ptl_progress_start(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    int err;
+    if (xp_config()->progress != 0) /* "inline" */
+        return XP_OK;
+    st->progress_stop = 0;
+    err = pthread_create(&st->progress_thread, NULL, progress_main, st);
+    if (err) {
+        errno = err;
+        xp_log_errno(XP_LOG_ERROR, "PtlInit: cannot start the progress thread");
+        return XP_ERR_NO_RESOURCE;
+    }
+    st->progress_running = 1;
+    return XP_OK;
+}
+
+void xp_ptl_progress_stop(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    if (!st->progress_running)
+        return;
+    __atomic_store_n(&st->progress_stop, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&st->park_word, 1, __ATOMIC_ACQ_REL);
+    xp_futex_wake(&st->park_word, INT_MAX);
+    xp_ptl_notify();
+    pthread_join(st->progress_thread, NULL);
+    st->progress_running = 0;
+}

@@ -1,0 +1,496 @@
+/* ptl/pt.c - portal table entries and LE/ME lists (append, unlink, search). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptl/ct.h"
+#include "ptl/engine.h"
+#include "ptl/eq.h"
+#include "ptl/progress.h"
+#include "ptl/pt.h"
+#include "util/log.h"
+
+xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index)
+{
+    if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
+        return NULL;
+    xp_pt_t *pt = &ni->pt[pt_index];
+    pthread_mutex_lock(&pt->lock);
+    if (!pt->allocated) {
+        pthread_mutex_unlock(&pt->lock);
+        return NULL;
+    }
+    return pt;
+}
+
+uint64_t xp_pt_source_of(xp_ni_t *ni, int rank)
+{
+    ptl_process_t p = xp_ni_process_of(ni, rank);
+    if (ni->physical)
+        return xp_match_source_physical(p.phys.nid, p.phys.pid);
+    return p.rank;
+}
+
+void xp_pt_post_event(xp_pt_t *pt, const ptl_event_t *ev)
+{
+    if (pt->eq) {
+        xp_eq_push(pt->eq, ev);
+        xp_ptl_notify();
+    }
+}
+
+/* ---------------------------------------------------------------- PT API */
+
+int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handle_eq_t eq_handle,
+               ptl_pt_index_t pt_index_req, ptl_pt_index_t *pt_index)
+{
+    xp_ni_t *ni;
+    struct xp_eq *eq = NULL;
+    ptl_pt_index_t idx;
+    int rc = PTL_OK;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || !pt_index || (options & ~PTL_PT_ALLOC_OPTIONS_MASK))
+        return PTL_ARG_INVALID;
+    if (eq_handle != PTL_EQ_NONE) {
+        eq = xp_eq_from_handle(eq_handle);
+        if (!eq || xp_eq_ni(eq) != ni)
+            return PTL_ARG_INVALID;
+    }
+    if ((options & PTL_PT_FLOWCTRL) && !eq)
+        return PTL_PT_EQ_NEEDED;
+    if (pt_index_req != PTL_PT_ANY && pt_index_req > (ptl_pt_index_t)ni->limits.max_pt_index)
+        return PTL_ARG_INVALID;
+
+    xp_ni_lock(ni);
+    if (pt_index_req == PTL_PT_ANY) {
+        for (idx = 0; idx <= (ptl_pt_index_t)ni->limits.max_pt_index; idx++)
+            if (!ni->pt[idx].allocated)
+                break;
+        if (idx > (ptl_pt_index_t)ni->limits.max_pt_index) {
+            rc = PTL_PT_FULL;
+            goto out;
+        }
+    } else {
+        idx = pt_index_req;
+        if (ni->pt[idx].allocated) {
+            rc = PTL_PT_IN_USE;
+            goto out;
+        }
+    }
+    xp_pt_t *pt = &ni->pt[idx];
+    pthread_mutex_lock(&pt->lock);
+    if (!pt->table_ready) {
+        if (xp_match_table_init(&pt->table) != XP_OK) {
+            pthread_mutex_unlock(&pt->lock);
+            rc = PTL_NO_SPACE;
+            goto out;
+        }
+        pt->table_ready = 1;
+    }
+    pt->options = options;
+    pt->eq = eq;
+    pt->eq_handle = eq_handle;
+    pt->enabled = 1;
+    pt->allocated = 1;
+    pthread_mutex_unlock(&pt->lock);
+    *pt_index = idx;
+out:
+    xp_ni_unlock(ni);
+    return rc;
+}
+
+static void uh_free_all(xp_pt_t *pt)
+{
+    xp_match_header_t *h;
+    while ((h = xp_match_uh_first(&pt->table)) != NULL) {
+        xp_match_uh_remove(&pt->table, h);
+        free(h->user);
+    }
+}
+
+int PtlPTFree(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index)
+{
+    xp_ni_t *ni;
+    xp_pt_t *pt;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni)
+        return PTL_ARG_INVALID;
+    xp_ni_lock(ni);
+    pt = xp_pt_get(ni, pt_index);
+    if (!pt) {
+        xp_ni_unlock(ni);
+        return PTL_ARG_INVALID;
+    }
+    if (xp_match_count(&pt->table, XP_MATCH_PRIORITY) || xp_match_count(&pt->table, XP_MATCH_OVERFLOW)) {
+        pthread_mutex_unlock(&pt->lock);
+        xp_ni_unlock(ni);
+        return PTL_IN_USE;
+    }
+    uh_free_all(pt);
+    pt->allocated = 0;
+    pt->enabled = 0;
+    pt->eq = NULL;
+    pthread_mutex_unlock(&pt->lock);
+    xp_ni_unlock(ni);
+    return PTL_OK;
+}
+
+static int pt_set_enabled(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, int enabled)
+{
+    xp_ni_t *ni;
+    xp_pt_t *pt;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni)
+        return PTL_ARG_INVALID;
+    /* Messages are processed entirely under the PT lock, so once we hold it
+     * no message is half-done: PtlPTDisable's "wait for messages in
+     * progress" is this lock. */
+    pt = xp_pt_get(ni, pt_index);
+    if (!pt)
+        return PTL_ARG_INVALID;
+    pt->enabled = enabled;
+    pthread_mutex_unlock(&pt->lock);
+    return PTL_OK;
+}
+
+int PtlPTDisable(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index)
+{
+    return pt_set_enabled(ni_handle, pt_index, 0);
+}
+
+int PtlPTEnable(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index)
+{
+    return pt_set_enabled(ni_handle, pt_index, 1);
+}
+
+/* ---------------------------------------------------------------- LE / ME */
+
+static xp_handle_table_t *entry_table(int is_me)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    return is_me ? &st->me_table : &st->le_table;
+}
+
+static void le_free(xp_le_t *le)
+{
+    xp_handle_free(entry_table(le->is_me), le->handle);
+    xp_ni_obj_release(le->ni, XP_NI_OBJ_ENTRY);
+    xp_region_fini(&le->region);
+    free(le);
+}
+
+void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event)
+{
+    xp_match_remove(&pt->table, &le->m);
+    if (auto_event && pt->eq && !(le->options & PTL_ME_EVENT_UNLINK_DISABLE)) {
+        ptl_event_t ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = PTL_EVENT_AUTO_UNLINK;
+        ev.user_ptr = le->user_ptr;
+        ev.pt_index = le->pt_index;
+        ev.ptl_list = le->list;
+        ev.ni_fail_type = PTL_NI_OK;
+        xp_pt_post_event(pt, &ev);
+    }
+    le_free(le);
+}
+
+#define LE_OPTIONS (PTL_IOVEC | PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE |            \
+                    PTL_LE_ACK_DISABLE | PTL_LE_UNEXPECTED_HDR_DISABLE | PTL_LE_IS_ACCESSIBLE | \
+                    PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_FLOWCTRL_DISABLE |            \
+                    PTL_LE_EVENT_SUCCESS_DISABLE | PTL_LE_EVENT_OVER_DISABLE |             \
+                    PTL_LE_EVENT_UNLINK_DISABLE | PTL_LE_EVENT_LINK_DISABLE |              \
+                    PTL_LE_EVENT_CT_COMM | PTL_LE_EVENT_CT_OVERFLOW | PTL_LE_EVENT_CT_BYTES | \
+                    PTL_LE_AUTH_USE_JID)
+#define ME_OPTIONS (PTL_ME_APPEND_OPTIONS_MASK | PTL_IOVEC)
+
+/* Deliver unexpected header h to a new priority entry (PUT_OVERFLOW & co). */
+static void uh_deliver(xp_pt_t *pt, xp_le_t *le, xp_uh_t *uh, int search, ptl_search_op_t op)
+{
+    ptl_event_t ev = uh->ev;
+    ev.user_ptr = le->user_ptr;
+    if (search && op == PTL_SEARCH_ONLY) {
+        ev.type = PTL_EVENT_SEARCH;
+    } else {
+        switch (uh->ev.type) {
+        case PTL_EVENT_GET: ev.type = PTL_EVENT_GET_OVERFLOW; break;
+        case PTL_EVENT_ATOMIC: ev.type = PTL_EVENT_ATOMIC_OVERFLOW; break;
+        case PTL_EVENT_FETCH_ATOMIC: ev.type = PTL_EVENT_FETCH_ATOMIC_OVERFLOW; break;
+        default: ev.type = PTL_EVENT_PUT_OVERFLOW; break;
+        }
+    }
+    if (!(le->options & PTL_ME_EVENT_OVER_DISABLE) &&
+        !(le->options & PTL_ME_EVENT_COMM_DISABLE))
+        xp_pt_post_event(pt, &ev);
+    if (le->ct && (le->options & PTL_ME_EVENT_CT_OVERFLOW) && !search) {
+        if (ev.ni_fail_type == PTL_NI_OK)
+            xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? ev.mlength : 1, 0);
+        else
+            xp_ct_add(le->ct, 0, 1);
+    }
+}
+
+static xp_match_spec_t entry_spec(xp_ni_t *ni, const ptl_me_t *me)
+{
+    if (!me)
+        return xp_match_spec_any();
+    if (ni->physical)
+        return xp_match_spec_physical(me->match_bits, me->ignore_bits, me->match_id.phys.nid,
+                                      me->match_id.phys.nid == PTL_NID_ANY,
+                                      me->match_id.phys.pid,
+                                      me->match_id.phys.pid == PTL_PID_ANY);
+    return xp_match_spec_logical(me->match_bits, me->ignore_bits, me->match_id.rank,
+                                 me->match_id.rank == PTL_RANK_ANY);
+}
+
+/* Common body of PtlLEAppend and PtlMEAppend (me == NULL for an LE). */
+static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le_in,
+                        const ptl_me_t *me, ptl_list_t ptl_list, void *user_ptr,
+                        ptl_handle_any_t *handle_out)
+{
+    xp_ni_t *ni;
+    xp_pt_t *pt;
+    xp_le_t *le;
+    xp_status_t rc;
+    int is_me = me != NULL;
+    void *start = is_me ? me->start : le_in->start;
+    ptl_size_t length = is_me ? me->length : le_in->length;
+    unsigned options = is_me ? me->options : le_in->options;
+    ptl_handle_ct_t ct_handle = is_me ? me->ct_handle : le_in->ct_handle;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || !handle_out || ni->matching != is_me)
+        return PTL_ARG_INVALID;
+    if (options & ~(is_me ? ME_OPTIONS : LE_OPTIONS))
+        return PTL_ARG_INVALID;
+    if (ptl_list != PTL_PRIORITY_LIST && ptl_list != PTL_OVERFLOW_LIST)
+        return PTL_ARG_INVALID;
+    le = calloc(1, sizeof(*le));
+    if (!le)
+        return PTL_NO_SPACE;
+    le->is_me = is_me;
+    le->ni = ni;
+    le->pt_index = pt_index;
+    le->options = options;
+    le->uid = is_me ? me->uid : le_in->uid;
+    le->user_ptr = user_ptr;
+    le->list = ptl_list;
+    le->min_free = is_me ? me->min_free : 0;
+    if (ct_handle != PTL_CT_NONE) {
+        le->ct = xp_ct_from_handle(ct_handle);
+        if (!le->ct || xp_ct_ni(le->ct) != ni) {
+            free(le);
+            return PTL_ARG_INVALID;
+        }
+    }
+    rc = xp_region_init(&le->region, start, length, options, ni->limits.max_iovecs);
+    if (rc != XP_OK) {
+        free(le);
+        return xp_ptl_rc(rc);
+    }
+    xp_match_spec_t spec = entry_spec(ni, me);
+    xp_match_entry_init(&le->m, &spec, le);
+
+    pt = xp_pt_get(ni, pt_index);
+    if (!pt) {
+        rc = XP_ERR_INVALID;
+        goto err_region;
+    }
+    if (xp_match_count(&pt->table, XP_MATCH_PRIORITY) + xp_match_count(&pt->table, XP_MATCH_OVERFLOW) >=
+        (size_t)ni->limits.max_list_size) {
+        pthread_mutex_unlock(&pt->lock);
+        xp_region_fini(&le->region);
+        free(le);
+        return PTL_LIST_TOO_LONG;
+    }
+    rc = xp_ni_obj_acquire(ni, XP_NI_OBJ_ENTRY);
+    if (rc != XP_OK)
+        goto err_unlock;
+    rc = xp_handle_alloc(entry_table(is_me), (unsigned)ni->slot, le, &le->handle);
+    if (rc != XP_OK)
+        goto err_release;
+
+    /* A priority append first consumes matching unexpected headers. */
+    if (ptl_list == PTL_PRIORITY_LIST) {
+        xp_match_header_t *h = xp_match_uh_find(&pt->table, &spec, NULL, NULL, NULL);
+        while (h) {
+            xp_match_header_t *next = (options & PTL_ME_USE_ONCE) ? NULL :
+                xp_match_uh_find(&pt->table, &spec, h, NULL, NULL);
+            xp_match_uh_remove(&pt->table, h);
+            uh_deliver(pt, le, h->user, 0, PTL_SEARCH_DELETE);
+            free(h->user);
+            h = next;
+            if (options & PTL_ME_USE_ONCE) {
+                /* Consumed by the header: never linked. */
+                *handle_out = le->handle;
+                le_free(le);
+                pthread_mutex_unlock(&pt->lock);
+                return PTL_OK;
+            }
+        }
+    }
+    xp_match_append(&pt->table, ptl_list == PTL_PRIORITY_LIST ? XP_MATCH_PRIORITY : XP_MATCH_OVERFLOW,
+                    &le->m);
+    if (pt->eq && !(options & PTL_ME_EVENT_LINK_DISABLE) && 0) {
+        /* LINK events: only with PTL_ME_EVENT_LINK_ENABLE semantics (4.2); off. */
+    }
+    *handle_out = le->handle;
+    pthread_mutex_unlock(&pt->lock);
+    return PTL_OK;
+err_release:
+    xp_ni_obj_release(ni, XP_NI_OBJ_ENTRY);
+err_unlock:
+    pthread_mutex_unlock(&pt->lock);
+err_region:
+    xp_region_fini(&le->region);
+    free(le);
+    return xp_ptl_rc(rc);
+}
+
+int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+                ptl_list_t ptl_list, void *user_ptr, ptl_handle_le_t *le_handle)
+{
+    if (!le)
+        return xp_ptl_initialized() ? PTL_ARG_INVALID : PTL_NO_INIT;
+    return entry_append(ni_handle, pt_index, le, NULL, ptl_list, user_ptr, le_handle);
+}
+
+int PtlMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
+                ptl_list_t ptl_list, void *user_ptr, ptl_handle_me_t *me_handle)
+{
+    if (!me)
+        return xp_ptl_initialized() ? PTL_ARG_INVALID : PTL_NO_INIT;
+    return entry_append(ni_handle, pt_index, NULL, me, ptl_list, user_ptr, me_handle);
+}
+
+static int entry_unlink(ptl_handle_any_t handle, int is_me)
+{
+    xp_le_t *le;
+    xp_pt_t *pt;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    le = xp_handle_lookup(entry_table(is_me), handle);
+    if (!le)
+        return PTL_ARG_INVALID;
+    pt = xp_pt_get(le->ni, le->pt_index);
+    if (!pt)
+        return PTL_ARG_INVALID;
+    /* Re-check under the PT lock: the handler may have auto-unlinked it. */
+    if (xp_handle_lookup(entry_table(is_me), handle) != le) {
+        pthread_mutex_unlock(&pt->lock);
+        return PTL_ARG_INVALID;
+    }
+    xp_le_unlink_locked(pt, le, 0);
+    pthread_mutex_unlock(&pt->lock);
+    return PTL_OK;
+}
+
+int PtlLEUnlink(ptl_handle_le_t le_handle)
+{
+    return entry_unlink(le_handle, 0);
+}
+
+int PtlMEUnlink(ptl_handle_me_t me_handle)
+{
+    return entry_unlink(me_handle, 1);
+}
+
+static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le_in,
+                        const ptl_me_t *me, ptl_search_op_t op, void *user_ptr)
+{
+    xp_ni_t *ni;
+    xp_pt_t *pt;
+    xp_le_t tmp;
+    int found = 0;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || ni->matching != (me != NULL) || (op != PTL_SEARCH_ONLY && op != PTL_SEARCH_DELETE))
+        return PTL_ARG_INVALID;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.options = me ? me->options : le_in->options;
+    tmp.user_ptr = user_ptr;
+    tmp.pt_index = pt_index;
+    tmp.list = PTL_PRIORITY_LIST;
+    ptl_handle_ct_t ct_handle = me ? me->ct_handle : le_in->ct_handle;
+    if (ct_handle != PTL_CT_NONE) {
+        tmp.ct = xp_ct_from_handle(ct_handle);
+        if (!tmp.ct)
+            return PTL_ARG_INVALID;
+    }
+    xp_match_spec_t spec = entry_spec(ni, me);
+    pt = xp_pt_get(ni, pt_index);
+    if (!pt)
+        return PTL_ARG_INVALID;
+    xp_match_header_t *h = xp_match_uh_find(&pt->table, &spec, NULL, NULL, NULL);
+    while (h) {
+        found = 1;
+        if (op == PTL_SEARCH_ONLY) {
+            uh_deliver(pt, &tmp, h->user, 1, op);
+            break;
+        }
+        xp_match_header_t *next = (tmp.options & PTL_ME_USE_ONCE) ? NULL :
+            xp_match_uh_find(&pt->table, &spec, h, NULL, NULL);
+        xp_match_uh_remove(&pt->table, h);
+        uh_deliver(pt, &tmp, h->user, 1, op);
+        free(h->user);
+        h = next;
+    }
+    if (!found) {
+        ptl_event_t ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = PTL_EVENT_SEARCH;
+        ev.user_ptr = user_ptr;
+        ev.pt_index = pt_index;
+        ev.ni_fail_type = PTL_NI_NO_MATCH;
+        xp_pt_post_event(pt, &ev);
+    }
+    pthread_mutex_unlock(&pt->lock);
+    return PTL_OK;
+}
+
+int PtlLESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+                ptl_search_op_t ptl_search_op, void *user_ptr)
+{
+    if (!le)
+        return xp_ptl_initialized() ? PTL_ARG_INVALID : PTL_NO_INIT;
+    return entry_search(ni_handle, pt_index, le, NULL, ptl_search_op, user_ptr);
+}
+
+int PtlMESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
+                ptl_search_op_t ptl_search_op, void *user_ptr)
+{
+    if (!me)
+        return xp_ptl_initialized() ? PTL_ARG_INVALID : PTL_NO_INIT;
+    return entry_search(ni_handle, pt_index, NULL, me, ptl_search_op, user_ptr);
+}
+
+/* PtlNIFini: unlink every entry and forget every unexpected header. */
+void xp_pt_fini_all(xp_ni_t *ni)
+{
+    for (int i = 0; i <= ni->limits.max_pt_index; i++) {
+        xp_pt_t *pt = &ni->pt[i];
+        pthread_mutex_lock(&pt->lock);
+        if (pt->table_ready) {
+            for (int l = 0; l < XP_MATCH_NLISTS; l++) {
+                xp_match_entry_t *e;
+                while ((e = xp_match_first(&pt->table, (xp_match_list_id_t)l)) != NULL)
+                    xp_le_unlink_locked(pt, e->user, 0);
+            }
+            uh_free_all(pt);
+            xp_match_table_fini(&pt->table);
+            pt->table_ready = 0;
+        }
+        pt->allocated = 0;
+        pthread_mutex_unlock(&pt->lock);
+    }
+}

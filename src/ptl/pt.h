@@ -1,0 +1,59 @@
+/* ptl/pt.h - portal table entries, list entries (LE/ME) and unexpected headers. */
+#ifndef XP_PTL_PT_H
+#define XP_PTL_PT_H
+
+#include <pthread.h>
+
+#include "portals4.h"
+#include "ptl/match.h"
+#include "ptl/md.h"
+#include "ptl/ni.h"
+
+struct xp_ct;
+struct xp_eq;
+
+typedef struct xp_pt {
+    pthread_mutex_t lock;   /* lists, unexpected headers, enable state */
+    int allocated;
+    int enabled;
+    unsigned int options;
+    struct xp_eq *eq;
+    ptl_handle_eq_t eq_handle;
+    xp_match_table_t table;
+    int table_ready;
+} xp_pt_t;
+
+/* An LE or ME. */
+typedef struct xp_le {
+    ptl_handle_any_t handle;
+    int is_me;
+    xp_ni_t *ni;
+    ptl_pt_index_t pt_index;
+    xp_region_t region;
+    unsigned int options;
+    ptl_uid_t uid;
+    struct xp_ct *ct;
+    void *user_ptr;
+    ptl_list_t list;
+    ptl_size_t local_offset; /* MANAGE_LOCAL */
+    ptl_size_t min_free;
+    xp_match_entry_t m;
+} xp_le_t;
+
+/* An unexpected header: a message that landed in an overflow-list entry,
+ * remembered for a later priority append or search. */
+typedef struct xp_uh {
+    xp_match_header_t mh;
+    ptl_event_t ev;       /* the event as it was generated for the overflow entry */
+} xp_uh_t;
+
+/* Lock the PT (pt_index valid and allocated) or return NULL. */
+xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index);
+/* The source id the match module uses for job rank `rank` on ni. */
+uint64_t xp_pt_source_of(xp_ni_t *ni, int rank);
+/* Unlink le (PT lock held) and free it; emits AUTO_UNLINK if `auto_event`. */
+void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event);
+/* Post a full event on the PT's EQ. */
+void xp_pt_post_event(xp_pt_t *pt, const ptl_event_t *ev);
+
+#endif

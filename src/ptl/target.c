@@ -1,0 +1,378 @@
+/* ptl/target.c - the target side: every request packet is matched, checked,
+ * delivered, counted and answered here, inside the packet handler. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptl/atomic_ops.h"
+#include "ptl/ct.h"
+#include "ptl/engine.h"
+#include "ptl/eq.h"
+#include "ptl/progress.h"
+#include "ptl/pt.h"
+#include "transport/transport.h"
+#include "util/log.h"
+
+#define MAX_IOV 64
+
+/* Everything the handler learns about one request. */
+typedef struct req {
+    int src;
+    const xp_pkt_t *h;
+    const unsigned char *payload;
+    size_t len;
+    xp_ni_t *ni;
+    xp_pt_t *pt;
+    xp_le_t *le;
+    ptl_list_t list;
+    ptl_ni_fail_t fail;
+    ptl_size_t offset;   /* offset used in the entry */
+    ptl_size_t mlength;
+} req_t;
+
+static ptl_event_kind_t event_kind(uint8_t type)
+{
+    switch (type) {
+    case XP_PKT_GET: return PTL_EVENT_GET;
+    case XP_PKT_ATOMIC: return PTL_EVENT_ATOMIC;
+    case XP_PKT_FETCH:
+    case XP_PKT_SWAP: return PTL_EVENT_FETCH_ATOMIC;
+    default: return PTL_EVENT_PUT;
+    }
+}
+
+static int is_fetching(uint8_t type)
+{
+    return type == XP_PKT_GET || type == XP_PKT_FETCH || type == XP_PKT_SWAP;
+}
+
+/* Answer the initiator (ACK for put/atomic, REPLY for the fetching kinds). */
+static void answer(req_t *r, const void *data, size_t len, int rma_done)
+{
+    const xp_pkt_t *h = r->h;
+    xp_pkt_t a = *h;
+    int rma_put = (h->flags & XP_PKT_F_RMA) && !is_fetching(h->type);
+    a.flags = 0;
+    a.nseg = 0;
+    a.fail = r->fail;
+    a.mlength = r->fail == PTL_NI_OK ? r->mlength : 0;
+    a.remote_offset = r->fail == PTL_NI_OK ? r->offset : h->remote_offset;
+    a.ptl_list = (uint8_t)r->list;
+    if (is_fetching(h->type)) {
+        a.type = XP_PKT_REPLY;
+        if (rma_done)
+            a.flags |= XP_PKT_F_RMA;
+    } else {
+        int acked = h->ack_req != PTL_NO_ACK_REQ;
+        /* ACK_DISABLE suppresses acknowledgements of accepted messages. */
+        if (r->le && (r->le->options & PTL_ME_ACK_DISABLE) && r->fail == PTL_NI_OK)
+            acked = 0;
+        if (!acked && !rma_put && h->ack_req == PTL_NO_ACK_REQ)
+            return;
+        a.type = XP_PKT_ACK;
+        if (!acked)
+            a.flags |= XP_PKT_F_NOACK;
+        if (rma_put)
+            a.flags |= XP_PKT_F_SENDEV;
+        data = NULL;
+        len = 0;
+    }
+    xp_status_t rc = xp_eng_send(r->src, &a, data, len, NULL, 0, 1);
+    if (rc != XP_OK)
+        xp_warn("answer to rank %d failed: %s", r->src, xp_status_string(rc));
+}
+
+static void fill_event(req_t *r, ptl_event_t *ev, ptl_event_kind_t type)
+{
+    const xp_pkt_t *h = r->h;
+    memset(ev, 0, sizeof(*ev));
+    ev->type = type;
+    ev->start = r->le ? xp_region_addr(&r->le->region, r->offset) : NULL;
+    ev->user_ptr = r->le ? r->le->user_ptr : NULL;
+    ev->hdr_data = h->hdr_data;
+    ev->match_bits = h->match_bits;
+    ev->rlength = h->rlength;
+    ev->mlength = r->mlength;
+    ev->remote_offset = r->offset;
+    ev->uid = h->uid;
+    ev->initiator = xp_ni_process_of(r->ni, r->src);
+    ev->pt_index = h->pt_index;
+    ev->ni_fail_type = r->fail;
+    ev->atomic_operation = (ptl_op_t)h->atomic_op;
+    ev->atomic_type = (ptl_datatype_t)h->atomic_type;
+    ev->ptl_list = r->list;
+}
+
+/* Full event and counting on the entry after delivery. */
+static void target_events(req_t *r)
+{
+    xp_le_t *le = r->le;
+    ptl_event_t ev;
+    int ok = r->fail == PTL_NI_OK;
+    fill_event(r, &ev, event_kind(r->h->type));
+    if (r->pt->eq && !(le->options & PTL_ME_EVENT_COMM_DISABLE) &&
+        !(ok && (le->options & PTL_ME_EVENT_SUCCESS_DISABLE)))
+        xp_pt_post_event(r->pt, &ev);
+    unsigned ctopt = r->list == PTL_OVERFLOW_LIST ? PTL_ME_EVENT_CT_OVERFLOW : PTL_ME_EVENT_CT_COMM;
+    if (le->ct && (le->options & ctopt)) {
+        if (ok)
+            xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? r->mlength : 1, 0);
+        else
+            xp_ct_add(le->ct, 0, 1);
+        xp_ptl_notify();
+    }
+    /* Remember messages that landed in the overflow list for a later append. */
+    if (r->list == PTL_OVERFLOW_LIST && ok && !(le->options & PTL_ME_UNEXPECTED_HDR_DISABLE) &&
+        xp_match_uh_count(&r->pt->table) < (size_t)r->ni->limits.max_unexpected_headers) {
+        xp_uh_t *uh = malloc(sizeof(*uh));
+        if (uh) {
+            uh->ev = ev;
+            uh->mh.user = uh;
+            xp_match_uh_insert(&r->pt->table, &uh->mh, xp_pt_source_of(r->ni, r->src),
+                               r->h->match_bits);
+        }
+    }
+}
+
+/* Which operations the entry must allow. */
+static int op_allowed(const xp_le_t *le, uint8_t type)
+{
+    switch (type) {
+    case XP_PKT_PUT:
+    case XP_PKT_ATOMIC: return !!(le->options & PTL_ME_OP_PUT);
+    case XP_PKT_GET: return !!(le->options & PTL_ME_OP_GET);
+    default: return (le->options & (PTL_ME_OP_PUT | PTL_ME_OP_GET)) == (PTL_ME_OP_PUT | PTL_ME_OP_GET);
+    }
+}
+
+typedef struct accept_ctx {
+    const xp_pkt_t *h;
+} accept_ctx_t;
+
+/* NO_TRUNCATE entries only take messages that fit. */
+static int accept_entry(xp_match_entry_t *e, void *arg)
+{
+    const xp_le_t *le = e->user;
+    const xp_pkt_t *h = ((accept_ctx_t *)arg)->h;
+    if (!(le->options & PTL_ME_NO_TRUNCATE))
+        return 1;
+    ptl_size_t off = (le->options & PTL_ME_MANAGE_LOCAL) ? le->local_offset : h->remote_offset;
+    return off <= le->region.length && h->rlength <= le->region.length - off;
+}
+
+/* Match: priority list first, then overflow. Sets r->le and r->list. */
+static void match(req_t *r)
+{
+    accept_ctx_t ctx = { r->h };
+    uint64_t src = xp_pt_source_of(r->ni, r->src);
+    xp_match_entry_t *e = xp_match_find(&r->pt->table, XP_MATCH_PRIORITY, src, r->h->match_bits,
+                                        accept_entry, &ctx);
+    r->list = PTL_PRIORITY_LIST;
+    if (!e) {
+        e = xp_match_find(&r->pt->table, XP_MATCH_OVERFLOW, src, r->h->match_bits, accept_entry, &ctx);
+        r->list = PTL_OVERFLOW_LIST;
+    }
+    r->le = e ? e->user : NULL;
+}
+
+/* Move the data of a put (inline copy or RMA read from the initiator). */
+static void deliver_put(req_t *r)
+{
+    const xp_pkt_t *h = r->h;
+    if (r->mlength == 0)
+        return;
+    if (!(h->flags & XP_PKT_F_RMA)) {
+        xp_region_write(&r->le->region, r->offset, r->payload, r->mlength);
+        return;
+    }
+    struct iovec local[MAX_IOV], remote[MAX_IOV];
+    int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
+    const xp_seg_t *segs = (const xp_seg_t *)r->payload;
+    int nr = 0;
+    ptl_size_t left = r->mlength;
+    for (uint32_t i = 0; i < h->nseg && left > 0 && nr < MAX_IOV; i++) {
+        size_t l = segs[i].len < left ? segs[i].len : left;
+        remote[nr].iov_base = (void *)(uintptr_t)segs[i].addr;
+        remote[nr].iov_len = l;
+        nr++;
+        left -= l;
+    }
+    if (nl < 0 || xp_tl_readv(r->src, local, nl, remote, nr) != XP_OK) {
+        xp_error("put from rank %d: single-copy read of %zu bytes failed", r->src,
+                 (size_t)r->mlength);
+        r->fail = PTL_NI_SEGV;
+    }
+}
+
+/* Serve a get: inline reply data, or write into the initiator's segments. */
+static void serve_get(req_t *r)
+{
+    const xp_pkt_t *h = r->h;
+    if (!(h->flags & XP_PKT_F_RMA)) {
+        unsigned char buf[r->mlength ? r->mlength : 1];
+        xp_region_read(&r->le->region, r->offset, buf, r->mlength);
+        answer(r, buf, r->mlength, 0);
+        return;
+    }
+    struct iovec local[MAX_IOV], remote[MAX_IOV];
+    int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
+    const xp_seg_t *segs = (const xp_seg_t *)r->payload;
+    int nr = 0;
+    ptl_size_t left = r->mlength;
+    for (uint32_t i = 0; i < h->nseg && left > 0 && nr < MAX_IOV; i++) {
+        size_t l = segs[i].len < left ? segs[i].len : left;
+        remote[nr].iov_base = (void *)(uintptr_t)segs[i].addr;
+        remote[nr].iov_len = l;
+        nr++;
+        left -= l;
+    }
+    if (r->mlength && (nl < 0 || xp_tl_writev(r->src, local, nl, remote, nr) != XP_OK)) {
+        xp_error("get from rank %d: single-copy write of %zu bytes failed", r->src,
+                 (size_t)r->mlength);
+        r->fail = PTL_NI_SEGV;
+    }
+    answer(r, NULL, 0, 1);
+}
+
+/* Apply an atomic (and answer a fetching one with the old values). */
+static void apply_atomic(req_t *r)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    const xp_pkt_t *h = r->h;
+    size_t oplen = h->type == XP_PKT_SWAP ? h->nseg : 0;
+    const unsigned char *operand = oplen ? r->payload : NULL;
+    const unsigned char *data = r->payload + oplen;
+    size_t esize = xp_atomic_type_size((ptl_datatype_t)h->atomic_type);
+    /* Only whole elements are operated on. */
+    if (esize)
+        r->mlength -= r->mlength % esize;
+    unsigned char old[r->mlength ? r->mlength : 1];
+    unsigned char tmp[r->mlength ? r->mlength : 1];
+    int fetch = h->type != XP_PKT_ATOMIC;
+    xp_status_t rc = XP_OK;
+
+    if (r->mlength > 0) {
+        pthread_mutex_lock(&st->atomic_lock);
+        if (xp_region_contiguous(&r->le->region, r->offset, r->mlength)) {
+            rc = xp_atomic_apply((ptl_op_t)h->atomic_op, (ptl_datatype_t)h->atomic_type,
+                                 xp_region_addr(&r->le->region, r->offset), data, operand,
+                                 r->mlength, fetch ? old : NULL);
+        } else {
+            xp_region_read(&r->le->region, r->offset, tmp, r->mlength);
+            rc = xp_atomic_apply((ptl_op_t)h->atomic_op, (ptl_datatype_t)h->atomic_type, tmp,
+                                 data, operand, r->mlength, fetch ? old : NULL);
+            xp_region_write(&r->le->region, r->offset, tmp, r->mlength);
+        }
+        pthread_mutex_unlock(&st->atomic_lock);
+        if (rc != XP_OK)
+            r->fail = PTL_NI_OP_VIOLATION;
+    }
+    if (fetch)
+        answer(r, old, r->fail == PTL_NI_OK ? r->mlength : 0, 0);
+}
+
+/* A message that found no usable entry (or a disabled PT): count, maybe
+ * disable the PT (flow control), and tell the initiator. */
+static void reject(req_t *r, ptl_ni_fail_t fail, ptl_sr_index_t reg)
+{
+    r->fail = fail;
+    r->mlength = 0;
+    xp_ni_sr_inc(r->ni, reg);
+    answer(r, NULL, 0, 0);
+}
+
+static void handle_request(int src, const xp_pkt_t *h, const void *payload, size_t len)
+{
+    req_t r;
+    memset(&r, 0, sizeof(r));
+    r.src = src;
+    r.h = h;
+    r.payload = payload;
+    r.len = len;
+    r.ni = xp_ni_from_slot(h->slot);
+    if (!r.ni) {
+        /* No such NI here: as good as unreachable. */
+        r.fail = PTL_NI_UNDELIVERABLE;
+        answer(&r, NULL, 0, 0);
+        return;
+    }
+    r.pt = xp_pt_get(r.ni, h->pt_index);
+    if (!r.pt) {
+        reject(&r, PTL_NI_DROPPED, PTL_SR_DROP_COUNT);
+        return;
+    }
+    if (!r.pt->enabled) {
+        reject(&r, PTL_NI_PT_DISABLED, PTL_SR_DROP_COUNT);
+        goto out;
+    }
+    match(&r);
+    if (!r.le) {
+        if (r.pt->options & PTL_PT_FLOWCTRL) {
+            ptl_event_t ev;
+            r.pt->enabled = 0;
+            fill_event(&r, &ev, PTL_EVENT_PT_DISABLED);
+            ev.ni_fail_type = PTL_NI_PT_DISABLED;
+            xp_pt_post_event(r.pt, &ev);
+            reject(&r, PTL_NI_PT_DISABLED, PTL_SR_DROP_COUNT);
+        } else {
+            reject(&r, PTL_NI_DROPPED, PTL_SR_DROP_COUNT);
+        }
+        goto out;
+    }
+    if (r.le->uid != PTL_UID_ANY && r.le->uid != h->uid) {
+        r.le = NULL;
+        reject(&r, PTL_NI_PERM_VIOLATION, PTL_SR_PERMISSIONS_VIOLATIONS);
+        goto out;
+    }
+    if (!op_allowed(r.le, h->type)) {
+        r.le = NULL;
+        reject(&r, PTL_NI_OP_VIOLATION, PTL_SR_OPERATIONS_VIOLATIONS);
+        goto out;
+    }
+    r.offset = (r.le->options & PTL_ME_MANAGE_LOCAL) ? r.le->local_offset : h->remote_offset;
+    r.mlength = r.offset >= r.le->region.length ? 0 : r.le->region.length - r.offset;
+    if (r.mlength > h->rlength)
+        r.mlength = h->rlength;
+    switch (h->type) {
+    case XP_PKT_PUT:
+        deliver_put(&r);
+        answer(&r, NULL, 0, 0);
+        break;
+    case XP_PKT_GET:
+        serve_get(&r);
+        break;
+    default:
+        apply_atomic(&r);
+        if (h->type == XP_PKT_ATOMIC)
+            answer(&r, NULL, 0, 0);
+        break;
+    }
+    if (r.le->options & PTL_ME_MANAGE_LOCAL)
+        r.le->local_offset += r.mlength;
+    target_events(&r);
+    if ((r.le->options & PTL_ME_USE_ONCE) ||
+        ((r.le->options & PTL_ME_MANAGE_LOCAL) && r.le->min_free &&
+         r.le->region.length - r.le->local_offset < r.le->min_free))
+        xp_le_unlink_locked(r.pt, r.le, 1);
+out:
+    pthread_mutex_unlock(&r.pt->lock);
+}
+
+void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
+{
+    xp_pkt_t h;
+    (void)arg;
+    if (len < sizeof(h)) {
+        xp_error("short packet (%zu bytes) from rank %d dropped", len, src_rank);
+        return;
+    }
+    /* The ring slot may be unaligned for the header's 64-bit fields. */
+    memcpy(&h, pkt, sizeof(h));
+    const unsigned char *payload = (const unsigned char *)pkt + sizeof(h);
+    len -= sizeof(h);
+    if (h.type == XP_PKT_ACK || h.type == XP_PKT_REPLY)
+        xp_eng_handle_answer(src_rank, &h, payload, len);
+    else if (h.type >= XP_PKT_PUT && h.type <= XP_PKT_SWAP)
+        handle_request(src_rank, &h, payload, len);
+    else
+        xp_error("unknown packet type %u from rank %d dropped", h.type, src_rank);
+}
