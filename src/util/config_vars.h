@@ -44,7 +44,3 @@ XP_CONFIG_VAR(dt_zero_copy, BOOL, "XP_DT_ZERO_COPY", "1", 0, 0, "",
 XP_CONFIG_VAR(dt_cuda, ENUM, "XP_DT_CUDA", "auto", 0, 0, "off|auto",
               "Datatype engine: load the xpdt_cuda plugin once the process uses CUDA (auto), or never (off)")
 /* clang-format on */
-/* clang-format off */
-XP_CONFIG_VAR(shm_ring_size, SIZE, "XP_SHM_RING_SIZE", "1m", 131072, 1073741824, "",
-              "Bytes of each process's shared-memory inbox ring (rounded down to a power of two)")
-/* clang-format on */

@@ -1,0 +1,300 @@
+/* The CPU pack / unpack engine and the public pack / unpack entry points.
+ *
+ * Every walk works on a byte window of the packed stream, so a pipeline can
+ * pack fragment after fragment. The copy loops are specialised: the whole
+ * message as one strided loop when it is a vector (no per-block lookups),
+ * fixed-size copies for small blocks, a tiled loop for vectors of tiny blocks
+ * whose elements interleave (a transpose), and a binary search into the
+ * cached segments only at the start of a window for irregular types. */
+#include <string.h>
+
+#include "dt/dt_internal.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE void blk_op(int dir, char *nc, char *pk, size_t n, const dt_job_t *j)
+{
+    if (dir == DT_DIR_PACK)
+        memcpy(pk, nc, n);
+    else if (dir == DT_DIR_UNPACK)
+        memcpy(nc, pk, n);
+    else
+        j->reduce(nc, pk, n / j->esize);
+}
+
+/* n whole blocks of L bytes, stride apart; fixed-size copies for small L. */
+static ALWAYS_INLINE void vec_full(int dir, char *nc, ptrdiff_t stride, size_t L, size_t n, char *pk,
+                                   const dt_job_t *j)
+{
+#define VEC_LOOP(LEN)                                                     \
+    for (size_t b = 0; b < n; b++, nc += stride, pk += (LEN))             \
+        blk_op(dir, nc, pk, (LEN), j);                                    \
+    return
+    if (dir != DT_DIR_REDUCE) {
+        switch (L) {
+        case 1: VEC_LOOP(1);
+        case 2: VEC_LOOP(2);
+        case 4: VEC_LOOP(4);
+        case 8: VEC_LOOP(8);
+        case 16: VEC_LOOP(16);
+        case 24: VEC_LOOP(24);
+        case 32: VEC_LOOP(32);
+        case 64: VEC_LOOP(64);
+        default: break;
+        }
+    }
+    VEC_LOOP(L);
+#undef VEC_LOOP
+}
+
+/* Window [off, off + len) of the packed stream of a vector of blocks. */
+static ALWAYS_INLINE void vec_window(int dir, char *nc, ptrdiff_t stride, size_t L, size_t off, size_t len,
+                                     char *pk, const dt_job_t *j)
+{
+    size_t b = off / L, in = off % L;
+    nc += (ptrdiff_t)b * stride;
+    if (in) {
+        size_t n = L - in < len ? L - in : len;
+        blk_op(dir, nc + in, pk, n, j);
+        pk += n;
+        len -= n;
+        nc += stride;
+    }
+    size_t nfull = len / L;
+    vec_full(dir, nc, stride, L, nfull, pk, j);
+    nc += (ptrdiff_t)nfull * stride;
+    pk += nfull * L;
+    len -= nfull * L;
+    if (len)
+        blk_op(dir, nc, pk, len, j);
+}
+
+/* Window [r, r + len) inside one element whose origin is nc. */
+static ALWAYS_INLINE void elem_window(int dir, const dt_flat_t *f, char *nc, size_t r, size_t len, char *pk,
+                                      const dt_job_t *j)
+{
+    size_t k = xp_dt_flat_find(f, r);
+    while (len) {
+        const dt_seg_t *s = &f->seg[k++];
+        size_t o = r - s->poff;
+        size_t n = s->blen * s->count - o;
+        if (n > len)
+            n = len;
+        if (s->count == 1)
+            blk_op(dir, nc + s->disp + o, pk, n, j);
+        else
+            vec_window(dir, nc + s->disp, s->stride, s->blen, o, n, pk, j);
+        pk += n;
+        r += n;
+        len -= n;
+    }
+}
+
+/* Whole elements [e, e + ne) of a one-segment type whose copies interleave
+ * (tiny blocks, small extent: a transpose). Copying a tile of neighbouring
+ * elements block row by block row reads whole cache lines once. */
+#define TILE 16
+static ALWAYS_INLINE void tiled(int dir, char *nc, const dt_seg_t *s, ptrdiff_t ext, size_t size, size_t ne,
+                                char *pk, const dt_job_t *j)
+{
+    for (size_t e0 = 0; e0 < ne; e0 += TILE) {
+        size_t nt = ne - e0 < TILE ? ne - e0 : TILE;
+        char *src = nc + (ptrdiff_t)e0 * ext + s->disp;
+        char *dst = pk + e0 * size;
+        if (nt == TILE && dir != DT_DIR_REDUCE && s->blen == 8) {
+            for (size_t b = 0; b < s->count; b++, src += s->stride, dst += 8)
+                for (size_t i = 0; i < TILE; i++)
+                    blk_op(dir, src + (ptrdiff_t)i * ext, dst + i * size, 8, j);
+            continue;
+        }
+        for (size_t b = 0; b < s->count; b++, src += s->stride, dst += s->blen)
+            for (size_t i = 0; i < nt; i++)
+                blk_op(dir, src + (ptrdiff_t)i * ext, dst + i * size, s->blen, j);
+    }
+}
+
+static ALWAYS_INLINE void run_dir(int dir, const dt_job_t *job, size_t off, size_t len)
+{
+    const struct xp_dt *t = job->t;
+    const dt_flat_t *f = &t->flat;
+    const size_t size = t->size;
+    const ptrdiff_t ext = t->ub - t->lb;
+    char *pk = job->pk + (off - job->off);
+    char *nc = job->nc;
+
+    if (!len)
+        return;
+    if (f->nseg == 1) {
+        const dt_seg_t *s = &f->seg[0];
+        if (s->count == 1) {
+            /* Each element is one block: contiguous or one vector overall. */
+            if (ext == (ptrdiff_t)size || job->count == 1)
+                blk_op(dir, nc + s->disp + off, pk, len, job);
+            else
+                vec_window(dir, nc + s->disp, ext, size, off, len, pk, job);
+            return;
+        }
+        if ((ptrdiff_t)s->count * s->stride == ext || job->count == 1) {
+            /* Elements continue the segment's stride: one long vector. */
+            vec_window(dir, nc + s->disp, s->stride, s->blen, off, len, pk, job);
+            return;
+        }
+    }
+    size_t e = off / size, r = off % size;
+    if (r) {
+        size_t n = size - r < len ? size - r : len;
+        elem_window(dir, f, nc + (ptrdiff_t)e * ext, r, n, pk, job);
+        pk += n;
+        len -= n;
+        e++;
+    }
+    size_t nfull = len / size;
+    if (f->nseg == 1 && f->seg[0].blen <= 32 && f->seg[0].count >= 4 && nfull >= 2 && ext <= 256 &&
+        ext >= -256) {
+        tiled(dir, nc + (ptrdiff_t)e * ext, &f->seg[0], ext, size, nfull, pk, job);
+    } else {
+        for (size_t i = 0; i < nfull; i++)
+            elem_window(dir, f, nc + (ptrdiff_t)(e + i) * ext, 0, size, pk + i * size, job);
+    }
+    e += nfull;
+    pk += nfull * size;
+    len -= nfull * size;
+    if (len)
+        elem_window(dir, f, nc + (ptrdiff_t)e * ext, 0, len, pk, job);
+}
+
+void xp_dt_cpu_run(const dt_job_t *job, size_t off, size_t len)
+{
+    switch (job->dir) {
+    case DT_DIR_PACK: run_dir(DT_DIR_PACK, job, off, len); break;
+    case DT_DIR_UNPACK: run_dir(DT_DIR_UNPACK, job, off, len); break;
+    default: run_dir(DT_DIR_REDUCE, job, off, len); break;
+    }
+}
+
+/* ------------------------------------------------------------ threads */
+typedef struct split {
+    const dt_job_t *job;
+    size_t chunk; /* bytes per task, a multiple of 4 KiB */
+} split_t;
+
+static void split_task(void *arg, unsigned i)
+{
+    const split_t *sp = arg;
+    size_t start = (size_t)i * sp->chunk;
+    if (start >= sp->job->len)
+        return;
+    size_t n = sp->job->len - start < sp->chunk ? sp->job->len - start : sp->chunk;
+    xp_dt_cpu_run(sp->job, sp->job->off + start, n);
+}
+
+void xp_dt_cpu_exec(const dt_job_t *job)
+{
+    const xp_config_t *cfg = xp_config();
+    unsigned nt = (unsigned)cfg->dt_threads;
+    if (nt > 1 && job->len >= cfg->dt_par_min) {
+        /* Even byte ranges of the packed stream: each thread seeks on its own. */
+        split_t sp = {job, ((job->len + nt - 1) / nt + 4095) & ~(size_t)4095};
+        if (xp_dt_pool_run(nt, split_task, &sp) == XP_OK)
+            return;
+    }
+    xp_dt_cpu_run(job, job->off, job->len);
+}
+
+/* ------------------------------------------------------------ entry points */
+static xp_status_t job_init(dt_job_t *job, int dir, xp_dt_t h, size_t count, const void *nc, const void *pk,
+                            size_t offset, size_t len)
+{
+    struct xp_dt *t = xp_dt_get(h);
+    size_t total;
+    if (!t || (len && (!nc || !pk)))
+        return XP_ERR_INVALID;
+    if (!t->committed) {
+        xp_error("datatype: pack / unpack of an uncommitted type");
+        return XP_ERR_INVALID;
+    }
+    if (__builtin_mul_overflow(t->size, count, &total))
+        return XP_ERR_OVERFLOW;
+    if (offset > total || len > total - offset)
+        return XP_ERR_TRUNCATED;
+    *job = (dt_job_t){.t = t, .count = count, .nc = (char *)nc, .pk = (char *)pk, .off = offset,
+                      .len = len, .dir = dir};
+    return XP_OK;
+}
+
+static xp_status_t job_exec(const dt_job_t *job)
+{
+    if (!job->len)
+        return XP_OK;
+    int nc_dev = xp_dt_mem_is_device(job->nc), pk_dev = xp_dt_mem_is_device(job->pk);
+    if (nc_dev || pk_dev)
+        return xp_dt_gpu_exec(job, nc_dev, pk_dev);
+    xp_dt_cpu_exec(job);
+    return XP_OK;
+}
+
+xp_status_t xp_dt_pack(xp_dt_t t, size_t count, const void *src, void *dst, size_t offset, size_t len)
+{
+    dt_job_t job;
+    xp_status_t st = job_init(&job, DT_DIR_PACK, t, count, src, dst, offset, len);
+    return st == XP_OK ? job_exec(&job) : st;
+}
+
+xp_status_t xp_dt_unpack(xp_dt_t t, size_t count, const void *packed, void *dst, size_t offset, size_t len)
+{
+    dt_job_t job;
+    xp_status_t st = job_init(&job, DT_DIR_UNPACK, t, count, dst, packed, offset, len);
+    return st == XP_OK ? job_exec(&job) : st;
+}
+
+xp_status_t xp_dt_pack_all(xp_dt_t t, size_t count, const void *src, void *dst)
+{
+    size_t size;
+    xp_status_t st = xp_dt_size(t, &size);
+    if (st != XP_OK)
+        return st;
+    if (count && size > SIZE_MAX / count)
+        return XP_ERR_OVERFLOW;
+    return xp_dt_pack(t, count, src, dst, 0, size * count);
+}
+
+xp_status_t xp_dt_unpack_all(xp_dt_t t, size_t count, const void *packed, void *dst)
+{
+    size_t size;
+    xp_status_t st = xp_dt_size(t, &size);
+    if (st != XP_OK)
+        return st;
+    if (count && size > SIZE_MAX / count)
+        return XP_ERR_OVERFLOW;
+    return xp_dt_unpack(t, count, packed, dst, 0, size * count);
+}
+
+xp_status_t xp_dt_unpack_reduce(xp_dt_op_t op, xp_dt_t h, size_t count, const void *packed, void *dst,
+                                size_t offset, size_t len)
+{
+    dt_job_t job;
+    struct xp_dt *t = xp_dt_get(h);
+    if (!t || (unsigned)op >= XP_DT_OP_COUNT_)
+        return XP_ERR_INVALID;
+    if (op == XP_DT_OP_REPLACE)
+        return xp_dt_unpack(h, count, packed, dst, offset, len);
+    xp_status_t st = job_init(&job, DT_DIR_REDUCE, h, count, dst, packed, offset, len);
+    if (st != XP_OK)
+        return st;
+    if (!len)
+        return XP_OK;
+    if (t->basic == DT_BASIC_MIXED || t->basic == DT_BASIC_NONE)
+        return XP_ERR_UNSUPPORTED;
+    job.esize = xp_dt_basic_size(t->basic);
+    job.reduce = xp_dt_reduce_fn(op, t->basic);
+    if (!job.reduce)
+        return XP_ERR_UNSUPPORTED;
+    if (offset % job.esize || len % job.esize)
+        return XP_ERR_INVALID;
+    if (xp_dt_mem_is_device(packed) || xp_dt_mem_is_device(dst))
+        return XP_ERR_UNSUPPORTED;
+    xp_dt_cpu_exec(&job);
+    return XP_OK;
+}
