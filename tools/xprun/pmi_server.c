@@ -252,15 +252,21 @@ void xprun_pmi_readable(xprun_job_t *job, xprun_proc_t *p)
     char *start = p->rbuf, *nl;
     while (p->pmi_fd >= 0 && (nl = memchr(start, '\n', p->rlen - (size_t)(start - p->rbuf)))) {
         *nl = '\0';
-        handle_line(job, p, start);
+        if (p->skip_line)
+            p->skip_line = 0; /* the end of the over-long line */
+        else
+            handle_line(job, p, start);
         start = nl + 1;
     }
     p->rlen -= (size_t)(start - p->rbuf);
     memmove(p->rbuf, start, p->rlen);
     if (p->rlen == sizeof p->rbuf - 1) {
-        fprintf(stderr, "xprun: rank %d sent a PMI line longer than %d bytes\n", p->rank,
-                XPRUN_LINE_MAX);
-        reply(job, p, "cmd=error rc=-1 msg=line_too_long");
+        if (!p->skip_line) {
+            fprintf(stderr, "xprun: rank %d sent a PMI line longer than %d bytes\n", p->rank,
+                    XPRUN_LINE_MAX);
+            reply(job, p, "cmd=error rc=-1 msg=line_too_long");
+        }
+        p->skip_line = 1;
         p->rlen = 0;
     }
 }

@@ -48,6 +48,7 @@ typedef struct xprun_proc {
     int pmi_fd;       /* our end of the PMI socket pair, -1 once closed */
     int in_barrier;
     int finalized;
+    int skip_line;    /* dropping the rest of an over-long line */
     size_t rlen;
     char rbuf[XPRUN_LINE_MAX];
     xprun_stream_t out, err;
