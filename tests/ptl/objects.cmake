@@ -4,3 +4,9 @@
 set(_obj ${PROJECT_SOURCE_DIR}/src/ptl)
 xp_test(test_atomic_ops SOURCES test_atomic_ops.c ${_obj}/atomic_ops.c
         LIBS xp_util TIMEOUT 60 LABELS ptl)
+xp_test(test_handle SOURCES test_handle.c ${_obj}/handle.c
+        LIBS xp_util TIMEOUT 60 LABELS ptl)
+# CT, EQ and triggered operations against a stand-in engine (objects_fake_engine.c).
+set(_obj_srcs ${_obj}/handle.c ${_obj}/ct.c ${_obj}/eq.c ${_obj}/triggered.c
+    ${_obj}/atomic_ops.c objects_fake_engine.c)
+xp_test(test_ct SOURCES test_ct.c ${_obj_srcs} LIBS xp_util TIMEOUT 60 LABELS ptl)
