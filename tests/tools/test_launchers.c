@@ -1,0 +1,131 @@
+/*
+ * test_launchers SCENARIO ...: xprun and foreign launchers together.
+ *   mpich   XPRUN MPICC SOURCE  build an MPI_Allreduce program with Debian's
+ *                               MPICH compiler and run it under xprun -n 4;
+ *   hydra   MPIEXEC PROGRAM     run an Xportals program under mpiexec.hydra;
+ *   openmpi MPIRUN PROGRAM      ... under Open MPI's mpirun (PMIx).
+ * A missing tool ("...-NOTFOUND" or "none") skips the test (exit 77).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xp_test.h"
+
+static char dir[64], outfile[96];
+
+static int missing(const char *tool)
+{
+    return !*tool || strstr(tool, "NOTFOUND") || !strcmp(tool, "none");
+}
+
+/* Run a shell command with output into outfile; returns its exit code. */
+static int run(const char *cmd)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "%s > '%s' 2>&1", cmd, outfile);
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *output(void)
+{
+    static char buf[16384];
+    FILE *f = fopen(outfile, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+static void expect_lines(const char *fmt, int n, const char *tail)
+{
+    const char *out = output();
+    for (int r = 0; r < n; r++) {
+        char want[128];
+        snprintf(want, sizeof want, fmt, r, n);
+        size_t len = strlen(want);
+        snprintf(want + len, sizeof want - len, "%s", tail);
+        if (!strstr(out, want)) {
+            fprintf(stderr, "missing \"%s\" in the output:\n%s\n", want, out);
+            xp_test_failures_++;
+        }
+    }
+}
+
+static void scenario_mpich(const char *xprun, const char *mpicc, const char *src)
+{
+    if (missing(mpicc))
+        XP_TEST_SKIP("mpicc.mpich not found (install libmpich-dev)");
+    char cmd[1024], prog[128];
+    snprintf(prog, sizeof prog, "%s/mpi_allreduce", dir);
+    snprintf(cmd, sizeof cmd, "'%s' -O1 -o '%s' '%s'", mpicc, prog, src);
+    if (run(cmd) != 0) {
+        fprintf(stderr, "cannot build the MPI program:\n%s\n", output());
+        xp_test_failures_++;
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "'%s' -n 4 --timeout 60 '%s' 4", xprun, prog);
+    int rc = run(cmd);
+    printf("%s", output());
+    XP_CHECK_EQ(rc, 0);
+    expect_lines("allreduce ok rank %d of %d sum 10 max 4", 4, "\n");
+    unlink(prog);
+}
+
+static void scenario_hydra(const char *mpiexec, const char *prog)
+{
+    if (missing(mpiexec))
+        XP_TEST_SKIP("mpiexec.hydra not found (install mpich)");
+    char cmd[1024];
+    for (int n = 1; n <= 3; n++) {
+        snprintf(cmd, sizeof cmd, "'%s' -n %d '%s' %d pmi1", mpiexec, n, prog, n);
+        int rc = run(cmd);
+        printf("%s", output());
+        XP_CHECK_EQ(rc, 0);
+        expect_lines("identity: rank %d of %d bootstrap pmi1", n, " node 0/1");
+    }
+}
+
+static void scenario_openmpi(const char *mpirun, const char *prog, const char *have_pmix)
+{
+    if (missing(mpirun))
+        XP_TEST_SKIP("Open MPI's mpirun not found (install openmpi-bin)");
+    if (strcmp(have_pmix, "ON") && strcmp(have_pmix, "1"))
+        XP_TEST_SKIP("built without PMIx (install libpmix-dev), cannot run under mpirun");
+    const char *root = geteuid() == 0 ? "--allow-run-as-root" : "";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s --oversubscribe -n 1 true", mpirun, root);
+    if (run(cmd) != 0)
+        XP_TEST_SKIP("Open MPI's mpirun cannot start processes here:\n%s", output());
+    snprintf(cmd, sizeof cmd, "'%s' %s --oversubscribe -n 3 '%s' 3 pmix", mpirun, root, prog);
+    int rc = run(cmd);
+    printf("%s", output());
+    XP_CHECK_EQ(rc, 0);
+    expect_lines("identity: rank %d of %d bootstrap pmix", 3, " node 0/1");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: test_launchers SCENARIO ARGS...\n");
+        return 2;
+    }
+    snprintf(dir, sizeof dir, "/tmp/test_launchers.XXXXXX");
+    XP_REQUIRE(mkdtemp(dir) != NULL);
+    snprintf(outfile, sizeof outfile, "%s/out", dir);
+    if (!strcmp(argv[1], "mpich") && argc == 5)
+        scenario_mpich(argv[2], argv[3], argv[4]);
+    else if (!strcmp(argv[1], "hydra"))
+        scenario_hydra(argv[2], argv[3]);
+    else if (!strcmp(argv[1], "openmpi") && argc == 5)
+        scenario_openmpi(argv[2], argv[3], argv[4]);
+    else
+        XP_CHECK(!"unknown scenario or wrong arguments");
+    unlink(outfile);
+    rmdir(dir);
+    return xp_test_result();
+}
