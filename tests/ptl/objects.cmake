@@ -10,3 +10,4 @@ xp_test(test_handle SOURCES test_handle.c ${_obj}/handle.c
 set(_obj_srcs ${_obj}/handle.c ${_obj}/ct.c ${_obj}/eq.c ${_obj}/triggered.c
     ${_obj}/atomic_ops.c objects_fake_engine.c)
 xp_test(test_ct SOURCES test_ct.c ${_obj_srcs} LIBS xp_util TIMEOUT 60 LABELS ptl)
+xp_test(test_eq SOURCES test_eq.c ${_obj_srcs} LIBS xp_util TIMEOUT 60 LABELS ptl)
