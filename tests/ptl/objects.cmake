@@ -11,3 +11,4 @@ set(_obj_srcs ${_obj}/handle.c ${_obj}/ct.c ${_obj}/eq.c ${_obj}/triggered.c
     ${_obj}/atomic_ops.c objects_fake_engine.c)
 xp_test(test_ct SOURCES test_ct.c ${_obj_srcs} LIBS xp_util TIMEOUT 60 LABELS ptl)
 xp_test(test_eq SOURCES test_eq.c ${_obj_srcs} LIBS xp_util TIMEOUT 60 LABELS ptl)
+xp_test(test_triggered SOURCES test_triggered.c ${_obj_srcs} LIBS xp_util TIMEOUT 60 LABELS ptl)
