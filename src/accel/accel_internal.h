@@ -3,6 +3,7 @@
 #define XP_ACCEL_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "xportals/accel.h"
 #include "util/atomic.h"
@@ -23,6 +24,12 @@ typedef struct xp_queue_shm {
     xp_signal_t space;     /* mirrors read_index, producers of a full queue sleep on it */
     xp_aql_packet_t ring[] XP_CACHE_ALIGNED;
 } xp_queue_shm_t;
+
+/* The CUDA plugin mirrors this layout (cuda_plugin.cu asserts the same). */
+_Static_assert(offsetof(xp_queue_shm_t, write_index) == 64 && offsetof(xp_queue_shm_t, read_index) == 128 &&
+                   offsetof(xp_queue_shm_t, doorbell) == 192 && offsetof(xp_queue_shm_t, space) == 256 &&
+                   offsetof(xp_queue_shm_t, ring) == 320,
+               "queue layout changed: update cuda_plugin.cu");
 
 typedef enum {
     XP_QUEUE_MEM_USER = 0,   /* caller's memory (init_at / attach) */
