@@ -469,3 +469,45 @@ int PtlEndBundle(ptl_handle_ni_t ni_handle)
     xp_ptl_progress();
     return PTL_OK;
 }
+
+int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
+{
+    xp_ptl_state_t *st;
+    xp_ni_t *ni = NULL;
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    if (!ni_handle)
+        return PTL_ARG_INVALID;
+    st = xp_ptl_state();
+    switch (xp_handle_type_of(handle)) {
+    case XP_HANDLE_NI: ni = xp_ni_from_handle(handle); break;
+    case XP_HANDLE_MD: {
+        xp_md_t *md = xp_handle_lookup(&st->md_table, handle);
+        ni = md ? md->ni : NULL;
+        break;
+    }
+    case XP_HANDLE_LE:
+    case XP_HANDLE_ME: {
+        xp_le_t *le = xp_handle_lookup(xp_handle_type_of(handle) == XP_HANDLE_LE ? &st->le_table
+                                                                                 : &st->me_table,
+                                       handle);
+        ni = le ? le->ni : NULL;
+        break;
+    }
+    case XP_HANDLE_CT: {
+        xp_ct_t *ct = xp_ct_from_handle(handle);
+        ni = ct ? xp_ct_ni(ct) : NULL;
+        break;
+    }
+    case XP_HANDLE_EQ: {
+        xp_eq_t *eq = xp_eq_from_handle(handle);
+        ni = eq ? xp_eq_ni(eq) : NULL;
+        break;
+    }
+    default: break;
+    }
+    if (!ni)
+        return PTL_ARG_INVALID;
+    *ni_handle = ni->handle;
+    return PTL_OK;
+}

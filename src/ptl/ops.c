@@ -110,6 +110,27 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
     }
 }
 
+
+/* Send a request whose answer may arrive before we post the SEND event: hold
+ * the poll lock (no answer can be handled meanwhile) across the send and the
+ * event. On a full ring, let go of the lock so progress can drain it. */
+static xp_status_t send_then_event(int rank, const xp_pkt_t *h, const void *payload, size_t len,
+                                   void (*event)(void *), void *arg)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    for (;;) {
+        pthread_mutex_lock(&st->poll_lock);
+        xp_status_t rc = xp_tl_send(rank, h, sizeof(*h), payload, len);
+        if (rc == XP_OK)
+            event(arg);
+        pthread_mutex_unlock(&st->poll_lock);
+        if (rc != XP_ERR_AGAIN)
+            return rc;
+        xp_ptl_progress();
+        xp_cpu_relax();
+    }
+}
+
 /* ---------------------------------------------------------------- initiator events */
 
 static void md_count(xp_md_t *md, unsigned opt, int ok, ptl_size_t bytes)
@@ -163,6 +184,33 @@ static void send_done(xp_md_t *md, ptl_ni_fail_t fail, void *user_ptr, const xp_
     md_count(md, PTL_MD_EVENT_CT_SEND, fail == PTL_NI_OK, h ? h->rlength : 0);
     if (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))
         xp_ptl_notify();
+}
+
+typedef struct send_ev {
+    xp_md_t *md;
+    void *user_ptr;
+    const xp_pkt_t *h;
+    ptl_size_t local_offset;
+} send_ev_t;
+
+static void send_ev_post(void *arg)
+{
+    send_ev_t *e = arg;
+    send_done(e->md, PTL_NI_OK, e->user_ptr, e->h, e->local_offset);
+}
+
+/* Send an inline request and post its SEND event, in that order with
+ * respect to the answer when the MD has an event queue. */
+static xp_status_t send_inline(int rank, xp_md_t *md, const xp_pkt_t *h, const void *payload,
+                               size_t len, void *user_ptr, ptl_size_t local_offset, int answer)
+{
+    send_ev_t e = { md, user_ptr, h, local_offset };
+    if (answer && md->eq)
+        return send_then_event(rank, h, payload, len, send_ev_post, &e);
+    xp_status_t rc = xp_eng_send(rank, h, payload, len, NULL, 0, 0);
+    if (rc == XP_OK)
+        send_ev_post(&e);
+    return rc;
 }
 
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len)
@@ -288,7 +336,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
         answer = ack_req != PTL_NO_ACK_REQ;
         if (answer)
             __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
-        rc = xp_eng_send(rank, &h, buf, length, NULL, 0, 0);
+        rc = send_inline(rank, md, &h, buf, length, user_ptr, local_offset, answer);
         goto sent_inline;
     }
     if (rma) {
@@ -314,14 +362,13 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     answer = ack_req != PTL_NO_ACK_REQ;
     if (answer)
         __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
-    rc = xp_eng_send(rank, &h, xp_region_addr(&md->region, local_offset), length, NULL, 0, 0);
+    rc = send_inline(rank, md, &h, xp_region_addr(&md->region, local_offset), length, user_ptr,
+                     local_offset, answer);
 sent_inline:
-    if (rc != XP_OK) {
+    /* On success the payload was copied into the transport and the SEND
+     * event posted: the buffer is free again. */
+    if (rc != XP_OK)
         undeliverable(md, &h, answer, NULL, 0);
-        return PTL_OK;
-    }
-    /* The payload was copied into the transport: the buffer is free again. */
-    send_done(md, PTL_NI_OK, user_ptr, &h, local_offset);
     return PTL_OK;
 }
 
@@ -412,13 +459,11 @@ static int atomic_common(xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *
     answer = get_md ? 1 : ack_req != PTL_NO_ACK_REQ;
     if (answer)
         __atomic_add_fetch(&(get_md ? get_md : put_md)->pending, 1, __ATOMIC_ACQ_REL);
-    rc = xp_eng_send(rank, &h, buf, oplen + length, NULL, 0, 0);
-    h.local_offset = local_put_offset;
+    rc = send_inline(rank, put_md, &h, buf, oplen + length, user_ptr, local_put_offset, answer);
     if (rc != XP_OK) {
+        h.local_offset = local_put_offset;
         undeliverable(put_md, &h, answer, get_md, local_get_offset);
-        return PTL_OK;
     }
-    send_done(put_md, PTL_NI_OK, user_ptr, &h, local_put_offset);
     return PTL_OK;
 }
 
