@@ -147,16 +147,12 @@ static action_t launch(cpu_queue_t *s, work_t *w, int *relaunch)
             xp_signal_add((xp_signal_t *)(uintptr_t)copy.barrier.completion_signal, -1);
         *relaunch = 1;
         return ACT_IDLE;
-    default:
+    default: /* vendor-specific packets: nothing the CPU agent knows how to run */
         xp_error("CPU agent: packet type %u not supported, skipped", xp_aql_header_type(copy.header));
         xp_queue_release(s->queue);
-        if (xp_aql_header_type(copy.header) == XP_AQL_TYPE_VENDOR)
-            break;
         *relaunch = 1;
         return ACT_IDLE;
     }
-    *relaunch = 1;
-    return ACT_IDLE;
 }
 
 static action_t next_action(cpu_queue_t *s, work_t *w)

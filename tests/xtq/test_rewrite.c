@@ -42,7 +42,7 @@ static void test_registration(xp_xtq_tables_t *t, xp_queue_t *q, xp_signal_t *si
 /* The message as it lands: command, kernel arguments, payload. */
 static uint8_t *kernel_message(uint64_t kidx, uint64_t args_len, uint16_t qidx)
 {
-    uint8_t *m = aligned_alloc(64, 64 + ARGS + PAYLOAD + 64);
+    uint8_t *m = aligned_alloc(64, 384);
     xp_aql_packet_t *c = (xp_aql_packet_t *)m;
     memset(c, 0, sizeof(*c));
     c->kernel.header = xp_aql_header(XP_AQL_TYPE_KERNEL_DISPATCH, 1);
@@ -118,7 +118,7 @@ static void test_kernel_rewrite(xp_xtq_tables_t *t, xp_queue_t *q, xp_signal_t *
 
 static void test_function_rewrite(xp_xtq_tables_t *t, xp_queue_t *q, xp_signal_t *sig, void *tb)
 {
-    uint8_t *m = aligned_alloc(64, 64 + PAYLOAD);
+    uint8_t *m = aligned_alloc(64, 192);
     xp_aql_packet_t *c = (xp_aql_packet_t *)m;
     memset(c, 0, sizeof(*c));
     c->agent.header = xp_aql_header(XP_AQL_TYPE_AGENT_DISPATCH, 0);
