@@ -3,6 +3,7 @@
  * byte for byte; sizes, true extents and signatures must agree with it. */
 #include <stdio.h>
 
+#include "dt/dt_internal.h"
 #include "dt_ref.h"
 
 #define NTYPES 3000
@@ -122,6 +123,23 @@ static int check_one(rnode_t *n, size_t count)
             XP_CHECK_EQ(xp_dt_pack(n->h, count, b.origin, got + off, off, off + frag > total ? total - off : frag),
                         XP_OK);
         XP_CHECK(!memcmp(got, ref, total));
+    }
+
+    /* The GPU work units (each at most `unit` bytes) reproduce the stream. */
+    if (rndn(4) == 0) {
+        dt_unit_t *u;
+        size_t nu, unit = 1 + rndn(24);
+        XP_CHECK_EQ(xp_dt_units_build(xp_dt_get(n->h), count, unit, &u, &nu), XP_OK);
+        memset(got, 0, total);
+        size_t sum = 0;
+        for (size_t i = 0; i < nu; i++) {
+            XP_CHECK(u[i].len >= 1 && u[i].len <= unit && u[i].dst + u[i].len <= total);
+            memcpy(got + u[i].dst, b.origin + u[i].src, u[i].len);
+            sum += u[i].len;
+        }
+        XP_CHECK_EQ(sum, total);
+        XP_CHECK(!total || !memcmp(got, ref, total));
+        free(u);
     }
 
     /* Unpack windows of random bytes into a copy of the buffer. */

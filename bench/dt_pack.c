@@ -1,0 +1,183 @@
+/* dt_pack: pack / unpack bandwidth of the datatype engine on the paper's
+ * double-precision matrices, next to memcpy of the same packed size.
+ *
+ *   vector        2048 x 2048 sub-matrix of a 4096 x 4096 column-major matrix
+ *   triangle      lower triangle of a 2048 x 2048 column-major matrix (indexed)
+ *   transpose     2048 elements of a blocklength-1 vector (2048 blocks, stride
+ *                 2048) resized to one double: packs the transpose
+ *   vector_contig the sub-matrix exchanged with a contiguous buffer: the
+ *                 receiver's type is contiguous, so pack writes straight into
+ *                 the receiver's buffer (and unpack reads straight from the
+ *                 sender's)
+ *
+ * Prints one line per measurement (GB/s of packed bytes, median of --reps):
+ *   bench=dt_pack type=vector impl=xportals op=pack cached=1 GBs=26.1
+ * cached=0 times the first use: type construction + commit (flattening) +
+ * the operation. Usage: dt_pack [reps] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xportals/dt.h"
+
+#define N 2048
+
+typedef struct bench {
+    int reps;
+    double *big;   /* 4096 x 4096 (vector) or 2048 x 2048 (others), column-major */
+    double *packed;
+    double *samples;
+} bench_t;
+
+typedef enum { T_VECTOR, T_TRIANGLE, T_TRANSPOSE, T_VECTOR_CONTIG, T_COUNT } type_id_t;
+static const char *const type_names[T_COUNT] = {"vector", "triangle", "transpose", "vector_contig"};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The type of each benchmark, committed; *count elements of it. */
+static xp_dt_t make_type(type_id_t id, size_t *count)
+{
+    xp_dt_t t = XP_DT_NULL, tmp;
+    *count = 1;
+    switch (id) {
+    case T_VECTOR:
+    case T_VECTOR_CONTIG:
+        xp_dt_vector(N, N, 2 * N, XP_DT_DOUBLE, &t);
+        break;
+    case T_TRIANGLE: {
+        size_t *bl = malloc(N * sizeof *bl);
+        ptrdiff_t *d = malloc(N * sizeof *d);
+        for (size_t j = 0; j < N; j++) {
+            bl[j] = N - j;
+            d[j] = (ptrdiff_t)(j * N + j);
+        }
+        xp_dt_indexed(N, bl, d, XP_DT_DOUBLE, &t);
+        free(bl);
+        free(d);
+        break;
+    }
+    case T_TRANSPOSE:
+        xp_dt_vector(N, 1, N, XP_DT_DOUBLE, &tmp);
+        xp_dt_resized(tmp, 0, sizeof(double), &t);
+        xp_dt_free(&tmp);
+        *count = N;
+        break;
+    default:
+        break;
+    }
+    if (!t || xp_dt_commit(t) != XP_OK) {
+        fprintf(stderr, "dt_pack: cannot build type %s\n", type_names[id]);
+        exit(1);
+    }
+    return t;
+}
+
+/* One operation: pack or unpack of the whole message. For vector_contig the
+ * peer's contiguous type lets the engine work straight on the peer buffer. */
+static void run_op(bench_t *b, xp_dt_t t, size_t count, int unpack)
+{
+    xp_status_t st = unpack ? xp_dt_unpack_all(t, count, b->packed, b->big)
+                            : xp_dt_pack_all(t, count, b->big, b->packed);
+    if (st != XP_OK) {
+        fprintf(stderr, "dt_pack: %s\n", xp_status_string(st));
+        exit(1);
+    }
+}
+
+static void report(const char *type, const char *impl, const char *op, int cached, double gbs)
+{
+    printf("bench=dt_pack type=%s impl=%s op=%s cached=%d GBs=%.2f\n", type, impl, op, cached, gbs);
+}
+
+static void bench_type(bench_t *b, type_id_t id)
+{
+    size_t count, size;
+    xp_dt_t t = make_type(id, &count);
+    xp_dt_size(t, &size);
+    double bytes = (double)size * (double)count;
+    if (id == T_VECTOR_CONTIG) {
+        /* The receiver's type: contiguous doubles with the same signature. */
+        xp_dt_t c;
+        int match = 0, contig = 0;
+        ptrdiff_t first;
+        xp_dt_contiguous(N * N, XP_DT_DOUBLE, &c);
+        xp_dt_commit(c);
+        xp_dt_match(t, 1, c, 1, &match);
+        xp_dt_is_contiguous(c, 1, &contig, &first);
+        if (!match || !contig) {
+            fprintf(stderr, "dt_pack: vector_contig types do not match\n");
+            exit(1);
+        }
+        xp_dt_free(&c);
+    }
+    for (int unpack = 0; unpack < 2; unpack++) {
+        const char *op = unpack ? "unpack" : "pack";
+        run_op(b, t, count, unpack); /* warm up: pages and caches */
+        for (int r = 0; r < b->reps; r++) {
+            double t0 = now();
+            run_op(b, t, count, unpack);
+            b->samples[r] = bytes / (now() - t0) / 1e9;
+        }
+        report(type_names[id], "xportals", op, 1, median(b->samples, b->reps));
+        for (int r = 0; r < b->reps; r++) {
+            double t0 = now();
+            size_t cnt;
+            xp_dt_t ft = make_type(id, &cnt);
+            run_op(b, ft, cnt, unpack);
+            b->samples[r] = bytes / (now() - t0) / 1e9;
+            xp_dt_free(&ft);
+        }
+        report(type_names[id], "xportals", op, 0, median(b->samples, b->reps));
+        /* The physical limit: memcpy of the packed size. */
+        for (int r = 0; r < b->reps; r++) {
+            double t0 = now();
+            if (unpack)
+                memcpy(b->big, b->packed, (size_t)bytes);
+            else
+                memcpy(b->packed, b->big, (size_t)bytes);
+            b->samples[r] = bytes / (now() - t0) / 1e9;
+        }
+        report(type_names[id], "memcpy", op, 1, median(b->samples, b->reps));
+    }
+    xp_dt_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    bench_t b = {.reps = argc > 1 ? atoi(argv[1]) : 9};
+    if (b.reps < 1)
+        b.reps = 1;
+    size_t big = (size_t)4 * N * N;
+    b.big = malloc(big * sizeof(double));
+    b.packed = malloc((size_t)N * N * sizeof(double));
+    b.samples = malloc((size_t)b.reps * sizeof(double));
+    if (!b.big || !b.packed || !b.samples)
+        return 1;
+    for (size_t i = 0; i < big; i++)
+        b.big[i] = (double)i;
+    memset(b.packed, 0, (size_t)N * N * sizeof(double));
+    for (int id = 0; id < T_COUNT; id++)
+        bench_type(&b, (type_id_t)id);
+    free(b.big);
+    free(b.packed);
+    free(b.samples);
+    return 0;
+}
