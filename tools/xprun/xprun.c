@@ -378,8 +378,10 @@ int main(int argc, char **argv)
 {
     xprun_options_t opt;
     int rc = parse_options(argc, argv, &opt);
-    if (rc)
+    if (rc) {
+        free(opt.env);
         return rc > 0 ? 0 : 2;
+    }
     int sigfd = setup_signals();
     if (sigfd < 0) {
         fprintf(stderr, "xprun: signalfd: %s\n", strerror(errno));
