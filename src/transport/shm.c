@@ -42,6 +42,7 @@ typedef struct shm_peer {
     uint64_t checked_ns;   /* last liveness check */
     pid_t pid;
     int dead;
+    int fence;             /* ringing its doorbell needs a store-load fence */
     uint32_t caps;
 } XP_CACHE_ALIGNED shm_peer_t;
 
@@ -50,6 +51,7 @@ typedef struct shm_tl {
     xp_shm_ring_t *inbox;
     const xp_tl_params_t *params;
     int rank, size;
+    int asym;              /* registered for global membarriers */
     xp_shm_seg_t own;
     shm_peer_t *peers;     /* size entries */
 } shm_tl_t;
@@ -80,6 +82,7 @@ static void attach_peer(shm_tl_t *s, int rank)
     p->db = &p->seg.hdr->doorbell;
     p->pid = addr.pid;
     p->caps = XP_TL_CAP_SAME_NODE;
+    p->fence = !(s->asym && (p->seg.hdr->flags & XP_SHM_SEG_ASYM_FENCE));
     /* Probe single-copy access: read the peer's segment header where it mapped it. */
     uint64_t magic = 0;
     struct iovec l = {&magic, sizeof magic}, r = {(void *)(uintptr_t)addr.hdr_addr, sizeof magic};
@@ -145,6 +148,9 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     char name[XP_SHM_NAME_MAX];
     snprintf(name, sizeof name, "/xp-%s-%d", xp_runtime_job_id(), s->rank);
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
+    s->asym = xp_membarrier_register();
+    if (st == XP_OK && s->asym)
+        s->own.hdr->flags |= XP_SHM_SEG_ASYM_FENCE;
     st = exchange(s, st);
     if (st != XP_OK) {
         shm_tl_close((xp_tl_t *)s);
@@ -155,6 +161,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     me->ring = s->inbox;
     me->db = &s->own.hdr->doorbell;
     me->pid = getpid();
+    me->fence = !s->asym;
     me->caps = XP_TL_CAP_SAME_NODE | XP_TL_CAP_RMA;
     *tl_out = (xp_tl_t *)s;
     return XP_OK;
@@ -191,7 +198,7 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
         return XP_ERR_PEER_DEAD;
     xp_status_t st = xp_shm_ring_push(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data, data_len);
     if (st == XP_OK) {
-        xp_shm_doorbell_ring(p->db);
+        xp_shm_doorbell_ring_fenced(p->db, p->fence);
         return XP_OK;
     }
     if (st == XP_ERR_AGAIN && peer_gone(p))
@@ -248,6 +255,13 @@ static xp_doorbell_t *shm_doorbell(xp_tl_t *tl)
     return &((shm_tl_t *)tl)->own.hdr->doorbell;
 }
 
+/* The sleeper's half of the asymmetric fence (see xp_shm_doorbell_ring_fenced). */
+static void shm_before_sleep(xp_tl_t *tl)
+{
+    if (((shm_tl_t *)tl)->asym)
+        xp_membarrier_global();
+}
+
 static uint32_t shm_peer_caps(xp_tl_t *tl, int rank)
 {
     return ((shm_tl_t *)tl)->peers[rank].caps;
@@ -268,4 +282,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .pending = shm_pending,
     .doorbell = shm_doorbell,
     .peer_caps = shm_peer_caps,
+    .before_sleep = shm_before_sleep,
 };

@@ -1,12 +1,14 @@
 /* Shared-memory segments, cross-memory copies and liveness (see shm_seg.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <limits.h>
 #include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "transport/shm_seg.h"
@@ -273,4 +275,20 @@ xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *s
         if (n == sl) { sc.i++; sc.off = 0; } else sc.off += n;
     }
     return XP_OK;
+}
+
+int xp_membarrier_register(void)
+{
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED))
+        return 0;
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+void xp_membarrier_global(void)
+{
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0) {
+        xp_log_errno(XP_LOG_ERROR, "membarrier");
+        xp_fence();
+    }
 }

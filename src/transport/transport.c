@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "transport/tl_list.h"
+#include "util/clock.h"
 #include "util/config.h"
 #include "util/context.h"
 #include "util/log.h"
@@ -281,4 +282,46 @@ xp_doorbell_t *xp_tl_doorbell(void)
 {
     struct xp_tl_state *st = xp_ctx.tl;
     return st ? st->params.doorbell : NULL;
+}
+
+static int pending_pred(void *arg)
+{
+    return xp_tl_pending();
+}
+
+xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!st)
+        return XP_ERR_NOT_INIT;
+    if (!pred)
+        pred = pending_pred;
+    long spins = xp_config()->spin_count;
+    for (long i = 0; i < spins; i++) {
+        if (pred(arg))
+            return XP_OK;
+        xp_cpu_relax();
+    }
+    xp_doorbell_t *db = st->params.doorbell;
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+        for (int i = 0; i < st->nopen; i++)
+            if (OPS_HAS(st->open[i].ops, before_sleep))
+                st->open[i].ops->before_sleep(st->open[i].tl);
+        xp_status_t s = XP_OK;
+        uint64_t now;
+        if (!pred(arg)) {
+            now = xp_time_ns();
+            s = now >= deadline_ns ? XP_ERR_TIMEOUT
+                                   : xp_futex_wait(&db->seq, seen,
+                                                   deadline_ns == UINT64_MAX ? UINT64_MAX
+                                                                             : deadline_ns - now);
+            if (s == XP_OK)
+                s = XP_ERR_AGAIN; /* woken or raced: check again */
+        }
+        __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+        if (s != XP_ERR_AGAIN)
+            return s;
+    }
 }

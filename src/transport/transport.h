@@ -71,6 +71,10 @@ typedef struct xp_tl_ops {
     /* Capabilities towards one reachable peer when they differ from `caps`
      * (e.g. RMA only where a probe succeeded at open). */
     uint32_t (*peer_caps)(xp_tl_t *tl, int rank);
+    /* Called by xp_tl_wait after it has announced a sleeper on the process
+     * doorbell and before its last check of the predicate (e.g. the
+     * sleeper's half of an asymmetric fence). */
+    void (*before_sleep)(xp_tl_t *tl);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -100,12 +104,20 @@ size_t xp_tl_max_packet(int rank);
 uint32_t xp_tl_caps(int rank);
 xp_status_t xp_tl_readv(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
 xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
-/* The process doorbell (in shared memory, so peers can ring it): a thread
- * with nothing to do sleeps on it (xp_doorbell_wait) until a packet arrives.
- * Senders only pay for seq++ and a futex wake when `sleepers` is nonzero, so
- * wait with xp_doorbell_wait (which counts sleepers) and a predicate that
- * includes xp_tl_pending(); a plain xp_wait_until on `seq` may never wake. */
+/* The process doorbell (in shared memory, so peers can ring it). Senders
+ * only pay for seq++ and a futex wake when `sleepers` is nonzero, and shm
+ * senders do not even fence before looking (the sleeper issues a global
+ * membarrier instead), so SLEEP WITH xp_tl_wait, not xp_doorbell_wait: the
+ * latter can miss a packet's wake-up. Ringing it (xp_doorbell_ring) to wake
+ * a sleeper of this process for other reasons (an event, shutdown) is fine. */
 xp_doorbell_t *xp_tl_doorbell(void);
+/* Spin XP_SPIN_COUNT polls of pred(arg), then sleep on the process doorbell
+ * until pred holds or deadline_ns (absolute, xp_time_ns clock; UINT64_MAX:
+ * never) passes: XP_OK or XP_ERR_TIMEOUT. Wakes on every packet arrival and
+ * every xp_doorbell_ring(xp_tl_doorbell()). pred NULL means xp_tl_pending();
+ * a thread that polls the transports must include xp_tl_pending() in pred.
+ * Thread-safe; idle sleepers use no CPU. */
+xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns);
 /* Names of the compiled-in transports (for xpinfo), NULL-terminated. */
 const char *const *xp_tl_names(void);
 
