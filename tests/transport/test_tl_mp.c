@@ -24,7 +24,11 @@ typedef struct pkt_hdr {
 typedef struct rx {
     int *next_idx;    /* per source */
     long count, bad;
+    long acks, ack_fail; /* replies sent from inside the handler */
 } rx_t;
+
+#define PING_SUM 0x50494e47u /* wants a reply sent from inside the handler */
+#define ACK_SUM 0x41434b21u
 
 static size_t size_of(int idx, size_t max)
 {
@@ -49,6 +53,17 @@ static void on_packet(void *arg, int src, const void *pkt, size_t len)
         return;
     }
     memcpy(&h, pkt, sizeof h);
+    if (h.sum == PING_SUM || h.sum == ACK_SUM) {
+        rx->count--;
+        if (h.sum == ACK_SUM) {
+            rx->acks++;
+            return;
+        }
+        pkt_hdr_t ack = {xp_rank(), h.idx, sizeof ack, ACK_SUM};
+        if (xp_tl_send(src, &ack, sizeof ack, NULL, 0) != XP_OK)
+            rx->ack_fail++;
+        return;
+    }
     const unsigned char *d = (const unsigned char *)pkt + sizeof h;
     int ok = h.src == src && h.idx == rx->next_idx[src] && h.len == len;
     for (size_t i = 0; ok && i < len - sizeof h; i++)
@@ -170,14 +185,35 @@ static void check_wakeup(rx_t *rx)
     XP_REQUIRE(xp_barrier() == XP_OK);
 }
 
+/* Every rank pings every rank (itself too); replies come from inside the handler. */
+static void check_handler_send(rx_t *rx)
+{
+    int me = xp_rank(), np = xp_size();
+    enum { ROUNDS = 200 };
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    long want = rx->acks + (long)ROUNDS * np;
+    for (int i = 0; i < ROUNDS; i++)
+        for (int k = 0; k < np; k++) {
+            pkt_hdr_t h = {me, i, sizeof h, PING_SUM};
+            send_retry((me + k) % np, &h, sizeof h, NULL, 0);
+        }
+    uint64_t deadline = xp_deadline_ns(10000);
+    while (rx->acks < want && xp_time_ns() < deadline)
+        xp_tl_progress();
+    XP_CHECK_EQ(rx->acks, want);
+    XP_CHECK_EQ(rx->ack_fail, 0);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+}
+
 int main(int argc, char **argv)
 {
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
     int np = xp_size();
-    rx_t rx = {calloc((size_t)np, sizeof(int)), 0, 0};
+    rx_t rx = {calloc((size_t)np, sizeof(int)), 0, 0, 0, 0};
     XP_REQUIRE(rx.next_idx);
     XP_REQUIRE(xp_tl_init(on_packet, &rx) == XP_OK);
     all_to_all(&rx);
+    check_handler_send(&rx);
     unsigned char *mine = malloc(BIG);
     XP_REQUIRE(mine);
     check_rma(mine);
