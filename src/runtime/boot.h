@@ -34,6 +34,9 @@ typedef struct xp_boot_ops {
     /* *len: in = capacity, out = length (only on success). */
     xp_status_t (*get)(void *state, int rank, const char *key, void *value, size_t *len);
     xp_status_t (*barrier)(void *state);
+    /* Optional (may be NULL): the node of every rank, as the launcher knows
+     * it, so that init need not read every rank's record. */
+    xp_status_t (*node_map)(void *state, int size, int *node_of, int *num_nodes);
     /* Tell the launcher to kill the job; may return (the caller then exits). */
     void (*abort)(void *state, int code, const char *msg);
     /* Disconnect and free state. */

@@ -428,6 +428,22 @@ static xp_status_t pmi1_get(void *state, int rank, const char *key, void *value,
     return st;
 }
 
+/* Hydra and xprun publish where ranks run as PMI_process_mapping. */
+static xp_status_t pmi1_node_map(void *state, int size, int *node_of, int *num_nodes)
+{
+    pmi1_t *p = state;
+    char line[XP_PMI_MAXLINE];
+    const char *v;
+    pthread_mutex_lock(&p->lock);
+    xp_status_t st = get_one(p, "PMI_process_mapping", line, sizeof line, &v);
+    if (st == XP_OK)
+        st = xp_pmi_parse_mapping(v, size, node_of, num_nodes);
+    pthread_mutex_unlock(&p->lock);
+    if (st == XP_ERR_PROTOCOL)
+        xp_debug("PMI: cannot use PMI_process_mapping \"%s\"", v);
+    return st;
+}
+
 /* ------------------------------------------------------------ collectives */
 
 static xp_status_t pmi1_barrier(void *state)
@@ -470,6 +486,7 @@ const xp_boot_ops_t xp_boot_pmi1 = {
     .fence = pmi1_barrier,
     .get = pmi1_get,
     .barrier = pmi1_barrier,
+    .node_map = pmi1_node_map,
     .abort = pmi1_abort,
     .finalize = pmi1_finalize,
 };

@@ -60,3 +60,71 @@ int xp_pmi_token_ok(const char *s, int is_key)
     }
     return 1;
 }
+
+#define MAPPING_MAX_BLOCKS 64
+
+/* Read "(a,b,c)" at *s; advances *s past it. */
+static int read_block(const char **s, long out[3])
+{
+    const char *p = *s;
+    if (*p++ != '(')
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        char *end;
+        out[i] = strtol(p, &end, 10);
+        if (end == p || out[i] < 0 || out[i] > INT_MAX / 2 || *end != (i < 2 ? ',' : ')'))
+            return -1;
+        p = end + 1;
+    }
+    *s = p;
+    return 0;
+}
+
+xp_status_t xp_pmi_parse_mapping(const char *text, int size, int *node_of, int *num_nodes)
+{
+    long blocks[MAPPING_MAX_BLOCKS][3];
+    int nblocks = 0;
+    const char *p = text;
+    if (!text || strncmp(p, "(vector", 7) || size < 1)
+        return XP_ERR_PROTOCOL;
+    p += 7;
+    while (*p == ',') {
+        p++;
+        if (nblocks == MAPPING_MAX_BLOCKS || read_block(&p, blocks[nblocks]) < 0)
+            return XP_ERR_PROTOCOL;
+        nblocks++;
+    }
+    if (strcmp(p, ")") || nblocks == 0)
+        return XP_ERR_PROTOCOL;
+    int rank = 0, max_node = -1;
+    while (rank < size) {
+        int before = rank;
+        for (int b = 0; b < nblocks && rank < size; b++)
+            for (long n = 0; n < blocks[b][1] && rank < size; n++)
+                for (long k = 0; k < blocks[b][2] && rank < size; k++) {
+                    int node = (int)(blocks[b][0] + n);
+                    node_of[rank++] = node;
+                    if (node > max_node)
+                        max_node = node;
+                }
+        if (rank == before)
+            return XP_ERR_PROTOCOL; /* no block holds a rank */
+    }
+    /* Dense: every id up to the largest is used (so there are <= size). */
+    if (max_node >= size)
+        return XP_ERR_PROTOCOL;
+    unsigned char *used = calloc((size_t)max_node + 1, 1);
+    if (!used)
+        return XP_ERR_NO_MEMORY;
+    int distinct = 0;
+    for (int r = 0; r < size; r++)
+        if (!used[node_of[r]]) {
+            used[node_of[r]] = 1;
+            distinct++;
+        }
+    free(used);
+    if (distinct != max_node + 1)
+        return XP_ERR_PROTOCOL;
+    *num_nodes = max_node + 1;
+    return XP_OK;
+}

@@ -35,4 +35,10 @@ xp_status_t xp_pmi_get_int(const xp_pmi_msg_t *msg, const char *key, int *out);
  * no space; no '=' when is_key). */
 int xp_pmi_token_ok(const char *s, int is_key);
 
+/* Fill node_of[0..size-1] from a PMI_process_mapping value such as
+ * "(vector,(0,2,4),(2,1,3))": blocks of (first node, node count, ranks per
+ * node), repeated until every rank has a node, as MPICH reads it. Node ids
+ * must come out dense (0..n-1); *num_nodes = n. XP_ERR_PROTOCOL otherwise. */
+xp_status_t xp_pmi_parse_mapping(const char *text, int size, int *node_of, int *num_nodes);
+
 #endif

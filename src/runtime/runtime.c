@@ -106,35 +106,36 @@ static void sanitize_job_id(const char *raw, char *out)
     out[n] = '\0';
 }
 
-/* Everybody publishes pid and host; one fence; then number the nodes in the
- * order their lowest rank appears. */
-static xp_status_t learn_nodes(struct xp_runtime *rt)
+static xp_status_t read_record(struct xp_runtime *rt, int rank, proc_record_t *rec)
 {
-    proc_record_t me = {.pid = (uint32_t)getpid()};
-    snprintf(me.host, sizeof me.host, "%s", rt->hostname);
-    size_t mylen = sizeof me.pid + strlen(me.host);
-    xp_status_t st = rt->ops->put(rt->boot, PROC_KEY, &me, mylen);
-    if (st == XP_OK)
-        st = rt->ops->fence(rt->boot);
-    if (st != XP_OK)
+    size_t len = sizeof *rec - 1;
+    memset(rec, 0, sizeof *rec);
+    xp_status_t st = rt->ops->get(rt->boot, rank, PROC_KEY, rec, &len);
+    if (st == XP_OK && len < sizeof rec->pid)
+        st = XP_ERR_PROTOCOL;
+    if (st != XP_OK) {
+        xp_error("cannot read the process record of rank %d: %s", rank, xp_status_string(st));
         return st;
-    char(*hosts)[HOST_MAX + 1] = calloc((size_t)rt->size, sizeof *hosts);
-    rt->node_of = calloc((size_t)rt->size, sizeof *rt->node_of);
-    rt->pids = calloc((size_t)rt->size, sizeof *rt->pids);
-    if (!hosts || !rt->node_of || !rt->pids) {
-        free(hosts);
-        return XP_ERR_NO_MEMORY;
     }
+    rec->host[len - sizeof rec->pid] = '\0';
+    rt->pids[rank] = (pid_t)rec->pid;
+    return XP_OK;
+}
+
+/* Without a launcher's map: read every rank's record and number the hosts
+ * in the order of their lowest rank. */
+static xp_status_t nodes_from_hosts(struct xp_runtime *rt)
+{
+    char(*hosts)[HOST_MAX + 1] = calloc((size_t)rt->size, sizeof *hosts);
+    if (!hosts)
+        return XP_ERR_NO_MEMORY;
+    xp_status_t st = XP_OK;
+    rt->num_nodes = 0;
     for (int r = 0; r < rt->size && st == XP_OK; r++) {
-        proc_record_t rec = {0};
-        size_t len = sizeof rec - 1;
-        st = rt->ops->get(rt->boot, r, PROC_KEY, &rec, &len);
-        if (st != XP_OK) {
-            xp_error("cannot read the process record of rank %d: %s", r, xp_status_string(st));
+        proc_record_t rec;
+        st = read_record(rt, r, &rec);
+        if (st != XP_OK)
             break;
-        }
-        rec.host[len - sizeof rec.pid] = '\0';
-        rt->pids[r] = (pid_t)rec.pid;
         strcpy(hosts[r], rec.host);
         int node = -1;
         for (int q = 0; q < r && node < 0; q++)
@@ -143,6 +144,40 @@ static xp_status_t learn_nodes(struct xp_runtime *rt)
         rt->node_of[r] = node >= 0 ? node : rt->num_nodes++;
     }
     free(hosts);
+    return st;
+}
+
+/* With the launcher's map, only the ranks on our node are read (for their
+ * pids): O(local size) requests instead of O(size). */
+static xp_status_t nodes_from_launcher(struct xp_runtime *rt)
+{
+    xp_status_t st = rt->ops->node_map(rt->boot, rt->size, rt->node_of, &rt->num_nodes);
+    for (int r = 0; r < rt->size && st == XP_OK; r++) {
+        proc_record_t rec;
+        if (rt->node_of[r] == rt->node_of[rt->rank])
+            st = read_record(rt, r, &rec);
+    }
+    return st;
+}
+
+/* Everybody publishes pid and host; one fence; then nodes and local ranks. */
+static xp_status_t learn_nodes(struct xp_runtime *rt)
+{
+    proc_record_t me = {.pid = (uint32_t)getpid()};
+    snprintf(me.host, sizeof me.host, "%s", rt->hostname);
+    xp_status_t st = rt->ops->put(rt->boot, PROC_KEY, &me, sizeof me.pid + strlen(me.host));
+    if (st == XP_OK)
+        st = rt->ops->fence(rt->boot);
+    if (st != XP_OK)
+        return st;
+    rt->node_of = calloc((size_t)rt->size, sizeof *rt->node_of);
+    rt->pids = calloc((size_t)rt->size, sizeof *rt->pids);
+    if (!rt->node_of || !rt->pids)
+        return XP_ERR_NO_MEMORY;
+    if (!rt->ops->node_map || nodes_from_launcher(rt) != XP_OK) {
+        memset(rt->pids, 0, (size_t)rt->size * sizeof *rt->pids);
+        st = nodes_from_hosts(rt);
+    }
     if (st != XP_OK)
         return st;
     rt->node_id = rt->node_of[rt->rank];
@@ -355,7 +390,7 @@ const char *xp_runtime_hostname(void)
 pid_t xp_runtime_pid_of(int rank)
 {
     struct xp_runtime *rt = rt_get();
-    if (!rt || rank < 0 || rank >= rt->size)
-        return -1;
+    if (!rt || rank < 0 || rank >= rt->size || rt->pids[rank] == 0)
+        return -1; /* not known: a rank on another node */
     return rt->pids[rank];
 }

@@ -17,7 +17,8 @@
 const char *xp_runtime_job_id(void);
 /* Host name of this process's node, as the ranks compare it. */
 const char *xp_runtime_hostname(void);
-/* Process id of `rank` (valid for ranks on this node after xp_init). */
+/* Process id of `rank`: known for the ranks on this node after xp_init,
+ * -1 for others (and for ranks out of range). */
 pid_t xp_runtime_pid_of(int rank);
 
 #endif

@@ -93,8 +93,39 @@ static void test_pmi_parse(void)
     XP_CHECK(!xp_pmi_token_ok("a=b", 1));
 }
 
+static void test_mapping(void)
+{
+    int node[16], n = -1;
+    XP_CHECK_EQ(xp_pmi_parse_mapping("(vector,(0,1,4))", 4, node, &n), XP_OK);
+    XP_CHECK_EQ(n, 1);
+    XP_CHECK(node[0] == 0 && node[3] == 0);
+    XP_CHECK_EQ(xp_pmi_parse_mapping("(vector,(0,2,4))", 8, node, &n), XP_OK);
+    XP_CHECK_EQ(n, 2);
+    XP_CHECK(node[3] == 0 && node[4] == 1 && node[7] == 1);
+    /* round robin: the blocks repeat until every rank is placed */
+    XP_CHECK_EQ(xp_pmi_parse_mapping("(vector,(0,3,1))", 7, node, &n), XP_OK);
+    XP_CHECK_EQ(n, 3);
+    XP_CHECK(node[0] == 0 && node[1] == 1 && node[2] == 2 && node[3] == 0 && node[6] == 0);
+    XP_CHECK_EQ(xp_pmi_parse_mapping("(vector,(0,1,2),(1,2,1))", 4, node, &n), XP_OK);
+    XP_CHECK(node[0] == 0 && node[1] == 0 && node[2] == 1 && node[3] == 2);
+    XP_CHECK_EQ(n, 3);
+    /* fewer ranks than the map describes */
+    XP_CHECK_EQ(xp_pmi_parse_mapping("(vector,(0,2,4))", 3, node, &n), XP_OK);
+    XP_CHECK_EQ(n, 1);
+    const char *bad[] = {"", "(vector)", "(vector,(0,1))", "(vector,(0,1,0))", "(vector,(1,1,4))",
+                         "(vector,(0,1,4)", "(vector,(0,1,4))x", "(vector,(-1,1,4))",
+                         "(vector,(0,a,4))", "(list,(0,1,4))", "(vector,(0,1,4),(5,1,4))"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = -1;
+        XP_CHECK_EQ(xp_pmi_parse_mapping(bad[i], 8, node, &n), XP_ERR_PROTOCOL);
+        XP_CHECK_EQ(n, -1);
+    }
+    XP_CHECK_EQ(xp_pmi_parse_mapping(NULL, 8, node, &n), XP_ERR_PROTOCOL);
+}
+
 int main(void)
 {
+    test_mapping();
     test_roundtrip();
     test_decode_errors();
     test_wire_key();
