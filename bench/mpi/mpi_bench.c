@@ -1,0 +1,380 @@
+/*
+ * bench/mpi/mpi_bench.c - the MPI peer of the Portals benchmarks, for
+ * bench/compare.sh. Built by the script with mpicc.mpich and mpicc.openmpi
+ * (not by CMake: it needs an MPI compiler wrapper).
+ *
+ *   mpiexec -n 2 mpi_bench --mode MODE [--min-size B] [--max-size B]
+ *                          [--iters N] [--warmup N] [--reps N] [--window N]
+ *
+ * Modes, mirroring bench/ptl_*.c (ranks 0 and 1; statistics over --reps
+ * repetitions: median, min, p90):
+ *   pingpong      MPI_Send / MPI_Recv ping-pong, half round trip (µs)
+ *   put_pingpong  MPI_Put + MPI_Win_flush ping-pong into an MPI_Win_allocate
+ *                 window; the target polls the flag word the put writes
+ *                 (passive target, lock_all, MPI_Win_sync), half round trip
+ *   bw            windows of MPI_Isend / MPI_Irecv from rank 0 to rank 1, each
+ *                 window closed by a zero-byte ack (GB/s = 1e9 B/s)
+ *   msgrate       the same with small messages (messages per second)
+ *
+ * Output: one key=value line per size from rank 0, e.g.
+ *   bench=mpi_pingpong size=8 iters=10000 reps=11 median_us=0.101 min_us=... p90_us=...
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE } mode_t_;
+
+typedef struct {
+    mode_t_ mode;
+    size_t  min_size, max_size;
+    long    iters, warmup, reps, window;
+    int     rank, size;
+    char   *sbuf, *rbuf;
+    MPI_Request *req;
+} opts_t;
+
+typedef struct {
+    double median, min, p90;
+} stats_t;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v (ascending). */
+static stats_t stats_of(double *v, long n)
+{
+    stats_t s;
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    s.median = v[n / 2];
+    s.min = v[0];
+    s.p90 = v[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
+    return s;
+}
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s --mode pingpong|put_pingpong|bw|msgrate [--min-size B] [--max-size B]\n"
+            "          [--size B] [--iters N] [--warmup N] [--reps N] [--window N]\n"
+            "sizes accept k/m suffixes (KiB, MiB)\n",
+            prog);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+static long parse_num(const char *s, int allow_suffix)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (allow_suffix && (*end == 'k' || *end == 'K'))
+        v <<= 10, end++;
+    else if (allow_suffix && (*end == 'm' || *end == 'M'))
+        v <<= 20, end++;
+    return *end || v < 0 || end == s ? -1 : (long)v;
+}
+
+/* Defaults per mode follow the Portals benchmarks of the same family. */
+static void set_defaults(opts_t *o)
+{
+    switch (o->mode) {
+    case MODE_PINGPONG:
+    case MODE_PUT_PINGPONG:
+        o->min_size = 8, o->max_size = 8, o->iters = 10000, o->warmup = 100, o->reps = 11;
+        o->window = 1;
+        break;
+    case MODE_BW:
+        o->min_size = 8, o->max_size = 4 << 20, o->iters = 200, o->warmup = 5, o->reps = 5;
+        o->window = 64;
+        break;
+    case MODE_MSGRATE:
+        o->min_size = 8, o->max_size = 8, o->iters = 200, o->warmup = 5, o->reps = 5;
+        o->window = 256;
+        break;
+    }
+}
+
+static void parse(opts_t *o, int argc, char **argv)
+{
+    int i;
+    const char *mode = NULL;
+    for (i = 1; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], "--mode"))
+            mode = argv[i + 1];
+    if (!mode)
+        usage(argv[0]);
+    if (!strcmp(mode, "pingpong")) o->mode = MODE_PINGPONG;
+    else if (!strcmp(mode, "put_pingpong")) o->mode = MODE_PUT_PINGPONG;
+    else if (!strcmp(mode, "bw")) o->mode = MODE_BW;
+    else if (!strcmp(mode, "msgrate")) o->mode = MODE_MSGRATE;
+    else usage(argv[0]);
+    set_defaults(o);
+    for (i = 1; i < argc; i += 2) {
+        const char *a = argv[i];
+        long v;
+        if (i + 1 >= argc)
+            usage(argv[0]);
+        if (!strcmp(a, "--mode"))
+            continue;
+        v = parse_num(argv[i + 1], 1);
+        if (v < 0)
+            usage(argv[0]);
+        if (!strcmp(a, "--min-size")) o->min_size = (size_t)v;
+        else if (!strcmp(a, "--max-size")) o->max_size = (size_t)v;
+        else if (!strcmp(a, "--size")) o->min_size = o->max_size = (size_t)v;
+        else if (!strcmp(a, "--iters")) o->iters = v;
+        else if (!strcmp(a, "--warmup")) o->warmup = v;
+        else if (!strcmp(a, "--reps")) o->reps = v;
+        else if (!strcmp(a, "--window")) o->window = v;
+        else usage(argv[0]);
+    }
+    if (o->min_size > o->max_size || o->iters < 1 || o->reps < 1 || o->window < 1)
+        usage(argv[0]);
+}
+
+static size_t next_size(size_t s)
+{
+    return s ? s * 2 : 1;
+}
+
+/* Fewer iterations for large messages, as bench_iters_for does. */
+static long iters_for(const opts_t *o, size_t size)
+{
+    long n = o->iters;
+    if (size > 65536)
+        n = (long)((double)o->iters * 65536.0 / (double)size);
+    return n < 10 ? 10 : n;
+}
+
+/* ------------------------------------------------------------ send/recv */
+
+static double pingpong_once(const opts_t *o, size_t size, long iters)
+{
+    int peer = 1 - o->rank;
+    double t0 = 0;
+    for (long i = 0; i < o->warmup + iters; i++) {
+        if (i == o->warmup)
+            t0 = now_us();
+        if (o->rank == 0) {
+            MPI_Send(o->sbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            MPI_Recv(o->rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(o->rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(o->sbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        }
+    }
+    return (now_us() - t0) / (2.0 * (double)iters);
+}
+
+/* ------------------------------------------------------------ put + flush */
+
+/* The window holds the payload followed by a 64-bit sequence word written by
+ * the same put (the last 8 bytes of each message carry the sequence number;
+ * messages shorter than 8 bytes are padded to 8). The target spins on it. */
+typedef struct {
+    MPI_Win  win;
+    char    *base;
+    uint64_t seq;
+} putwin_t;
+
+static size_t put_len(size_t size)
+{
+    return size < sizeof(uint64_t) ? sizeof(uint64_t) : size;
+}
+
+static volatile uint64_t *seq_word(const putwin_t *w, size_t size)
+{
+    return (volatile uint64_t *)(void *)(w->base + put_len(size) - sizeof(uint64_t));
+}
+
+static void put_and_flush(const opts_t *o, putwin_t *w, size_t size)
+{
+    int peer = 1 - o->rank;
+    size_t len = put_len(size);
+    memcpy(o->sbuf + len - sizeof(uint64_t), &w->seq, sizeof(uint64_t));
+    MPI_Put(o->sbuf, (int)len, MPI_BYTE, peer, 0, (int)len, MPI_BYTE, w->win);
+    MPI_Win_flush(peer, w->win);
+}
+
+/* MPI_Win_sync orders the load against the put in the unified model; an
+ * MPI_Iprobe now and then drives the progress engine, which RMA emulated by
+ * active messages (MPICH ch4 here) needs at the target. */
+static void wait_seq(putwin_t *w, size_t size)
+{
+    volatile uint64_t *word = seq_word(w, size);
+    unsigned spins = 0;
+    int flag;
+    while (*word != w->seq) {
+        MPI_Win_sync(w->win);
+        if ((++spins & 15) == 0)
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
+static double put_pingpong_once(const opts_t *o, putwin_t *w, size_t size, long iters)
+{
+    double t0 = 0;
+    for (long i = 0; i < o->warmup + iters; i++) {
+        if (i == o->warmup)
+            t0 = now_us();
+        w->seq++;
+        if (o->rank == 0) {
+            put_and_flush(o, w, size);
+            wait_seq(w, size);
+        } else {
+            wait_seq(w, size);
+            put_and_flush(o, w, size);
+        }
+    }
+    return (now_us() - t0) / (2.0 * (double)iters);
+}
+
+/* ------------------------------------------------------------ streaming */
+
+/* Seconds for `iters` windows of o->window messages of `size` bytes. */
+static double stream_once(const opts_t *o, size_t size, long iters)
+{
+    double t0 = 0;
+    char ack = 0;
+    for (long i = 0; i < o->warmup + iters; i++) {
+        if (i == o->warmup)
+            t0 = now_us();
+        if (o->rank == 0) {
+            for (long w = 0; w < o->window; w++)
+                MPI_Isend(o->sbuf, (int)size, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &o->req[w]);
+            MPI_Waitall((int)o->window, o->req, MPI_STATUSES_IGNORE);
+            MPI_Recv(&ack, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            for (long w = 0; w < o->window; w++)
+                MPI_Irecv(o->rbuf, (int)size, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &o->req[w]);
+            MPI_Waitall((int)o->window, o->req, MPI_STATUSES_IGNORE);
+            MPI_Send(&ack, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+        }
+    }
+    return (now_us() - t0) * 1e-6;
+}
+
+/* ------------------------------------------------------------ driver */
+
+static void run_latency(opts_t *o, putwin_t *w, double *v)
+{
+    const char *name = o->mode == MODE_PINGPONG ? "mpi_pingpong" : "mpi_put_pingpong";
+    for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
+        long iters = iters_for(o, size);
+        for (long r = 0; r < o->reps; r++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            v[r] = o->mode == MODE_PINGPONG ? pingpong_once(o, size, iters)
+                                            : put_pingpong_once(o, w, size, iters);
+        }
+        if (o->rank == 0) {
+            stats_t st = stats_of(v, o->reps);
+            printf("bench=%s size=%zu iters=%ld reps=%ld median_us=%.3f min_us=%.3f "
+                   "p90_us=%.3f\n",
+                   name, size, iters, o->reps, st.median, st.min, st.p90);
+            fflush(stdout);
+        }
+    }
+}
+
+static void run_stream(opts_t *o, double *v)
+{
+    for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
+        /* at most ~256 MiB per repetition, as bench_stream does */
+        double cap = 268435456.0 / ((double)(size ? size : 1) * (double)o->window);
+        long iters = cap < (double)o->iters ? (long)cap : o->iters;
+        if (iters < 3)
+            iters = 3;
+        for (long r = 0; r < o->reps; r++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            v[r] = stream_once(o, size, iters);
+        }
+        if (o->rank != 0)
+            continue;
+        stats_t st = stats_of(v, o->reps); /* seconds: fastest first */
+        double msgs = (double)o->window * (double)iters, bytes = msgs * (double)size;
+        if (o->mode == MODE_BW)
+            printf("bench=mpi_bw size=%zu window=%ld iters=%ld reps=%ld median_gbs=%.3f "
+                   "max_gbs=%.3f p10_gbs=%.3f\n",
+                   size, o->window, iters, o->reps, bytes / st.median * 1e-9,
+                   bytes / st.min * 1e-9, bytes / st.p90 * 1e-9);
+        else
+            printf("bench=mpi_msgrate size=%zu window=%ld iters=%ld reps=%ld median_mps=%.0f "
+                   "max_mps=%.0f p10_mps=%.0f median_us_per_msg=%.3f\n",
+                   size, o->window, iters, o->reps, msgs / st.median, msgs / st.min,
+                   msgs / st.p90, st.median * 1e6 / msgs);
+        fflush(stdout);
+    }
+}
+
+static char *alloc_buf(size_t len)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, len ? len : 8)) {
+        fprintf(stderr, "mpi_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(p, 0, len ? len : 8);
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    putwin_t w = { MPI_WIN_NULL, NULL, 0 };
+    double *v;
+
+    memset(&o, 0, sizeof(o));
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &o.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &o.size);
+    parse(&o, argc, argv);
+    if (o.size != 2) {
+        if (o.rank == 0)
+            fprintf(stderr, "mpi_bench: needs exactly 2 processes\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    o.sbuf = alloc_buf(put_len(o.max_size));
+    o.rbuf = alloc_buf(o.max_size);
+    o.req = calloc((size_t)o.window, sizeof(*o.req));
+    v = calloc((size_t)o.reps, sizeof(*v));
+    if (!o.req || !v)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+
+    if (o.mode == MODE_PUT_PINGPONG) {
+        /* whole pages: MPICH 4.0.2 (ch4) puts into the wrong rank's memory
+         * when the shared windows are packed closer than a page */
+        size_t wlen = (put_len(o.max_size) + 4095) & ~(size_t)4095;
+        MPI_Win_allocate((MPI_Aint)wlen, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w.base, &w.win);
+        memset(w.base, 0, wlen);
+        MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG)
+        run_latency(&o, &w, v);
+    else
+        run_stream(&o, v);
+    if (o.mode == MODE_PUT_PINGPONG) {
+        MPI_Win_unlock_all(w.win);
+        MPI_Win_free(&w.win);
+    }
+
+    free(v);
+    free(o.req);
+    free(o.sbuf);
+    free(o.rbuf);
+    MPI_Finalize();
+    return 0;
+}
