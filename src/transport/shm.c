@@ -148,7 +148,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     char name[XP_SHM_NAME_MAX];
     snprintf(name, sizeof name, "/xp-%s-%d", xp_runtime_job_id(), s->rank);
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
-    s->asym = xp_membarrier_register();
+    s->asym = xp_config()->shm_asym_fence && xp_membarrier_register();
     if (st == XP_OK && s->asym)
         s->own.hdr->flags |= XP_SHM_SEG_ASYM_FENCE;
     st = exchange(s, st);

@@ -105,11 +105,12 @@ uint32_t xp_tl_caps(int rank);
 xp_status_t xp_tl_readv(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
 xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
 /* The process doorbell (in shared memory, so peers can ring it). Senders
- * only pay for seq++ and a futex wake when `sleepers` is nonzero, and shm
- * senders do not even fence before looking (the sleeper issues a global
- * membarrier instead), so SLEEP WITH xp_tl_wait, not xp_doorbell_wait: the
- * latter can miss a packet's wake-up. Ringing it (xp_doorbell_ring) to wake
- * a sleeper of this process for other reasons (an event, shutdown) is fine. */
+ * only pay for seq++ and a futex wake when `sleepers` is nonzero. With
+ * XP_SHM_ASYM_FENCE=1, shm senders do not even fence before looking (the
+ * sleeper issues a global membarrier instead: ~4x the small-packet rate);
+ * then every sleeper MUST use xp_tl_wait, since xp_doorbell_wait can miss a
+ * packet's wake-up. Ringing it (xp_doorbell_ring) to wake a sleeper of this
+ * process for other reasons (an event, shutdown) is always fine. */
 xp_doorbell_t *xp_tl_doorbell(void);
 /* Spin XP_SPIN_COUNT polls of pred(arg), then sleep on the process doorbell
  * until pred holds or deadline_ns (absolute, xp_time_ns clock; UINT64_MAX:
