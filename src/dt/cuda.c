@@ -7,6 +7,7 @@
  * kernel when the whole message is one strided vector, the work-unit kernel
  * otherwise, with the unit list of (type, count) cached in device memory. */
 #include <dlfcn.h>
+#include <link.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,30 @@ static void load_plugin(xp_dt_state_t *s)
     __atomic_store_n(&s->cuda_state, 1, __ATOMIC_RELEASE);
 }
 
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    *(unsigned long long *)data = info->dlpi_adds;
+    return 1; /* the counter is the same in every entry: stop at the first */
+}
+
+/* Whether the CUDA driver is loaded. A dlopen probe costs tens of
+ * microseconds, so probe again only when the loader's count of loaded
+ * objects moved since the last probe (tens of nanoseconds to read). */
+static int driver_loaded(xp_dt_state_t *s)
+{
+    unsigned long long adds = 0;
+    dl_iterate_phdr(adds_cb, &adds);
+    if (adds == __atomic_load_n(&s->probed_adds, __ATOMIC_RELAXED))
+        return 0;
+    void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!drv) {
+        __atomic_store_n(&s->probed_adds, adds, __ATOMIC_RELAXED);
+        return 0;
+    }
+    dlclose(drv);
+    return 1;
+}
+
 /* The plugin's ops once usable; NULL otherwise. force: load even when the
  * process does not use CUDA yet. */
 static const xp_dt_cuda_ops_t *plugin(int force)
@@ -88,12 +113,8 @@ static const xp_dt_cuda_ops_t *plugin(int force)
     int state = __atomic_load_n(&s->cuda_state, __ATOMIC_ACQUIRE);
     if (state)
         return state > 0 ? s->cuda : NULL;
-    if (!force) {
-        void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        if (!drv)
-            return NULL; /* no CUDA in this process (yet): every buffer is host memory */
-        dlclose(drv);
-    }
+    if (!force && !driver_loaded(s))
+        return NULL; /* no CUDA in this process (yet): every buffer is host memory */
     pthread_mutex_lock(&s->cuda_lock);
     if (!s->cuda_state)
         load_plugin(s);

@@ -228,7 +228,9 @@ static xp_status_t job_exec(const dt_job_t *job)
 {
     if (!job->len)
         return XP_OK;
-    int nc_dev = xp_dt_mem_is_device(job->nc), pk_dev = xp_dt_mem_is_device(job->pk);
+    /* Ask about the first byte the type touches: the origin itself may lie
+     * outside the allocation (types with a positive true lower bound). */
+    int nc_dev = xp_dt_mem_is_device(job->nc + job->t->true_lb), pk_dev = xp_dt_mem_is_device(job->pk);
     if (nc_dev || pk_dev)
         return xp_dt_gpu_exec(job, nc_dev, pk_dev);
     xp_dt_cpu_exec(job);

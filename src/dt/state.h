@@ -21,6 +21,7 @@ typedef struct xp_dt_state {
     /* cuda.c */
     pthread_mutex_t cuda_lock;
     int cuda_state;             /* 0 not tried, 1 usable, -1 unusable */
+    unsigned long long probed_adds; /* loader's dlpi_adds at the last driver probe */
     void *cuda_dl;
     const xp_dt_cuda_ops_t *cuda;
 } xp_dt_state_t;
