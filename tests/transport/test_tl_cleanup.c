@@ -43,6 +43,9 @@ static int rank_main(int argc, char **argv, int kill_mode)
 {
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
     XP_REQUIRE(xp_tl_init(on_packet, NULL) == XP_OK);
+    /* Each rank unlinks its own segment before xp_tl_init returns; a barrier
+     * makes sure every rank got that far before rank 0 looks. */
+    XP_REQUIRE(xp_barrier() == XP_OK);
     if (xp_rank() == 0) {
         XP_CHECK_EQ(leftovers(xp_runtime_job_id()), 0);
         printf("job=%s\n", xp_runtime_job_id());
