@@ -1,0 +1,4 @@
+# Portals 4 conformance tests (non-matching interfaces): argument checking,
+# error codes and semantics of every call, event fields, the SOS pattern.
+xp_test(test_api_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_api_errors.c
+        LIBS portals TIMEOUT 30 LABELS ptl conformance)
