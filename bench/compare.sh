@@ -1,0 +1,422 @@
+#!/usr/bin/env bash
+# compare.sh - Xportals against MPICH, Open MPI and UCX over shared memory on
+# this machine, measured side by side.
+#
+# Every round runs, for each measurement, a core-to-core probe and then every
+# candidate in turn (the order rotates from round to round), so that all
+# candidates see the same machine state; each trial is labelled with the
+# probe's state (near / far / busy, or mixed when the probes before and after
+# the trial disagree). One key=value line per measurement, then a table of
+# medians over the trials and the ratio Xportals / best peer.
+#
+#   compare.sh [--rounds R] [--quick] [--full] [--prefix DIR] [--workdir DIR]
+#              [--only LIST] [--no-install]
+#
+# See docs/performance.md for what each measurement is and how to read it.
+set -uo pipefail
+
+usage() {
+    cat >&2 <<'EOF'
+usage: compare.sh [options]
+  --rounds R      rounds of interleaved trials (default 5; 2 with --quick)
+  --quick         fewer rounds and iterations: well under a minute
+  --full          latency over a size sweep (8 B .. 64 KiB) instead of 8 B only
+  --prefix DIR    Xportals install prefix or build directory (bin/xprun,
+                  libexec/xportals/); default: the tree this script lies in
+  --workdir DIR   where MPI programs are built and logs kept
+                  (default ${TMPDIR:-/tmp}/xp-compare-$UID)
+  --only LIST     comma-separated candidates: xportals,mpich,openmpi,ucx
+  --no-install    do not apt-get missing MPI/UCX packages
+Xportals runs with the caller's XP_* environment (e.g. XP_PROGRESS=thread).
+EOF
+    exit 2
+}
+
+# ------------------------------------------------------------------ options
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+rounds=""
+quick=0
+full=0
+prefix=""
+workdir="${TMPDIR:-/tmp}/xp-compare-$(id -u)"
+only="xportals,mpich,openmpi,ucx"
+install=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --full) full=1; shift ;;
+    --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
+    --workdir) [ $# -ge 2 ] || usage; workdir=$2; shift 2 ;;
+    --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
+    --no-install) install=0; shift ;;
+    -h | --help) usage ;;
+    *) echo "compare.sh: unknown option $1" >&2; usage ;;
+    esac
+done
+[ -n "$rounds" ] || rounds=$((quick ? 2 : 5))
+case "$rounds" in '' | *[!0-9]* | 0) echo "compare.sh: --rounds wants a positive number" >&2; usage ;; esac
+
+# Installed as PREFIX/libexec/xportals/compare.sh; in the source tree as bench/compare.sh.
+if [ -z "$prefix" ]; then
+    for p in "$here/../.." "$here/../build"; do
+        if [ -x "$p/bin/xprun" ]; then prefix=$(cd "$p" && pwd); break; fi
+    done
+fi
+XPRUN="${prefix:+$prefix/bin/xprun}"
+XPBENCH="${prefix:+$prefix/libexec/xportals}"
+MPI_SRC="$here/mpi/mpi_bench.c"
+mkdir -p "$workdir/logs" || exit 1
+RESULTS="$workdir/results.txt"
+: >"$RESULTS"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+note() { echo "# $*"; }
+
+# Iterations: the benchmarks' own defaults, fewer with --quick.
+if [ "$quick" = 1 ]; then
+    LAT_ITERS=2000 LAT_REPS=5 STREAM_REPS=3 MR_ITERS=100 TRIAL_TIMEOUT=30
+else
+    LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 TRIAL_TIMEOUT=60
+fi
+if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 65536"; else LAT_SIZES="8"; fi
+BW_SIZES="1048576 4194304"
+MR_SIZE=8
+
+# ------------------------------------------------------------------ set-up
+install_peers() {
+    local pkgs=() p
+    for p in mpich libmpich-dev openmpi-bin libopenmpi-dev ucx-utils; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || pkgs+=("$p")
+    done
+    [ ${#pkgs[@]} -eq 0 ] && return 0
+    if [ "$install" = 0 ] || ! command -v apt-get >/dev/null; then
+        note "missing packages (not installed): ${pkgs[*]}"
+        return 0
+    fi
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    note "installing ${pkgs[*]}"
+    $sudo apt-get update -qq >/dev/null 2>&1
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        "${pkgs[@]}" >"$workdir/logs/apt.log" 2>&1 || note "apt-get failed: see $workdir/logs/apt.log"
+}
+
+# build_mpi FLAVOUR: $workdir/mpi_bench.FLAVOUR from bench/mpi/mpi_bench.c.
+build_mpi() {
+    local cc="mpicc.$1" out="$workdir/mpi_bench.$1"
+    command -v "$cc" >/dev/null || { note "$cc not found: $1 skipped"; return 1; }
+    [ -f "$MPI_SRC" ] || { note "$MPI_SRC not found: $1 skipped"; return 1; }
+    if [ ! -x "$out" ] || [ "$MPI_SRC" -nt "$out" ]; then
+        # -Wno-stringop-overflow: GCC 12 misreads MPICH's MPI_STATUSES_IGNORE
+        "$cc" -O3 -Wall -Wno-stringop-overflow -o "$out" "$MPI_SRC" \
+            >"$workdir/logs/build.$1.log" 2>&1 ||
+            { note "$cc failed: see $workdir/logs/build.$1.log"; return 1; }
+    fi
+    return 0
+}
+
+# The probe: the installed/built one, else compiled here from bench/c2c_probe.c.
+find_probe() {
+    if [ -n "$XPBENCH" ] && [ -x "$XPBENCH/c2c_probe" ]; then
+        PROBE="$XPBENCH/c2c_probe"
+    elif [ -f "$here/c2c_probe.c" ] && cc -O2 -pthread -o "$workdir/c2c_probe" "$here/c2c_probe.c" \
+        >"$workdir/logs/build.probe.log" 2>&1; then
+        PROBE="$workdir/c2c_probe"
+    else
+        PROBE=""
+        note "no core-to-core probe: every trial is labelled state=unknown"
+    fi
+}
+
+# ------------------------------------------------------------------ probing
+# probe: sets PROBE_NS and PROBE_STATE.
+probe() {
+    local line
+    PROBE_NS=NA PROBE_STATE=unknown
+    [ -n "$PROBE" ] || return 0
+    line=$(timeout 10 "$PROBE" 2>/dev/null) || return 0
+    PROBE_NS=$(kv oneway_ns "$line")
+    PROBE_STATE=$(kv state "$line")
+}
+
+# kv KEY LINE: the value of KEY=... in a key=value line.
+kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' <<<"$2"; }
+
+# ------------------------------------------------------------------ candidates
+# Each run_* prints the benchmark's output on stdout and returns its status.
+xp() { timeout -k 5 "$TRIAL_TIMEOUT" "$XPRUN" -n 2 "$XPBENCH/$1" "${@:2}"; }
+mpich() { timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to core -n 2 "$workdir/mpi_bench.mpich" "$@"; }
+openmpi() {
+    timeout -k 5 "$TRIAL_TIMEOUT" mpirun.openmpi -n 2 --allow-run-as-root --oversubscribe \
+        --bind-to core --mca btl self,vader "$workdir/mpi_bench.openmpi" "$@"
+}
+
+# ucx ARGS: a ucx_perftest server (CPU 0) and client (CPU 1) on loopback over
+# the shared-memory transports; prints the client's CSV result line.
+UCX_PORT=$((20000 + $$ % 20000))
+ucx() {
+    local port=$((UCX_PORT++)) spid rc=1 try
+    UCX_TLS=posix,cma,self timeout -k 5 "$TRIAL_TIMEOUT" ucx_perftest -p "$port" -c 0 "$@" \
+        >/dev/null 2>&1 &
+    spid=$!
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        sleep 0.1
+        UCX_TLS=posix,cma,self timeout -k 5 "$TRIAL_TIMEOUT" ucx_perftest 127.0.0.1 -p "$port" \
+            -c 1 -f -v "$@" 2>&1 && { rc=0; break; }
+        kill -0 "$spid" 2>/dev/null || break # the server is gone: give up
+    done
+    if kill -0 "$spid" 2>/dev/null; then
+        sleep 0.2
+        kill "$spid" 2>/dev/null
+    fi
+    wait "$spid" 2>/dev/null
+    return $rc
+}
+
+# ucx_at SIZE REPS ARGS: one ucx_perftest pair running REPS repetitions of
+# the test (a batch file, so the connection is set up once, as the other
+# benchmarks repeat inside one run); prints "size=SIZE csv=CSV" per repetition.
+ucx_at() {
+    local s=$1 reps=$2 out k batch="$workdir/ucx.batch"
+    shift 2
+    for ((k = 1; k <= reps; k++)); do echo "rep$k $* -s $s"; done >"$batch"
+    out=$(ucx -b "$batch") || { printf '%s\n' "$out" >&2; return 1; }
+    printf '%s\n' "$out" | awk -F, -v s="$s" '$1 ~ /^rep[0-9]+$/ { sub(/^[^,]*,/, ""); gsub(/ /, ""); print "size=" s " csv=" $0 }'
+}
+
+# ------------------------------------------------------------------ trials
+# Candidates per measurement: name and the command that measures it.
+#   lat:     one-way latency (µs), half a ping-pong round trip
+#   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages
+#   msgrate: messages per second, windows of 256 messages of 8 B
+impls_of() {
+    case "$1" in
+    lat) echo "xportals_le xportals_me mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
+    bw) echo "xportals mpich openmpi ucx_tag ucx_put" ;;
+    msgrate) echo "xportals mpich openmpi ucx_tag" ;;
+    esac
+}
+
+family_of() { case "$1" in xportals*) echo xportals ;; mpich*) echo mpich ;; openmpi*) echo openmpi ;; ucx*) echo ucx ;; esac; }
+
+lat_range() { set -- $LAT_SIZES; echo "--min-size $1 --max-size ${!#}"; }
+
+# command BENCH IMPL: runs one trial, output on stdout.
+command_for() {
+    local b=$1 i=$2 s
+    case "$b/$i" in
+    lat/xportals_le) xp ptl_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/xportals_me) xp ptl_pingpong --me $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/mpich) mpich --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/mpich_put) mpich --mode put_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/openmpi) openmpi --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/openmpi_put) openmpi --mode put_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/ucx_tag)
+        for s in $LAT_SIZES; do ucx_at "$s" $LAT_REPS -t tag_lat -n $LAT_ITERS -w 100 || return 1; done ;;
+    lat/ucx_put) # UCT put into the peer's mapped posix segment, both sides polling
+        for s in $LAT_SIZES; do
+            ucx_at "$s" $LAT_REPS -t put_lat -x posix -d memory -n $LAT_ITERS -w 100 \
+                -D "$([ "$s" -le 64 ] && echo short || echo bcopy)" || return 1
+        done ;;
+    bw/xportals) xp ptl_bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
+    bw/mpich) mpich --mode bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
+    bw/openmpi) openmpi --mode bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
+    bw/ucx_tag)
+        for s in $BW_SIZES; do ucx_at "$s" $STREAM_REPS -t tag_bw -n $((268435456 / s)) -w 16 || return 1; done ;;
+    bw/ucx_put) # UCT put into the mapped segment (posix offers no zcopy)
+        for s in $BW_SIZES; do
+            ucx_at "$s" $STREAM_REPS -t put_bw -x posix -d memory -D bcopy -n $((268435456 / s)) -w 16 ||
+                return 1
+        done ;;
+    msgrate/xportals) xp ptl_msgrate --size $MR_SIZE --iters $MR_ITERS --reps $STREAM_REPS ;;
+    msgrate/mpich) mpich --mode msgrate --size $MR_SIZE --iters $MR_ITERS --reps $STREAM_REPS ;;
+    msgrate/openmpi) openmpi --mode msgrate --size $MR_SIZE --iters $MR_ITERS --reps $STREAM_REPS ;;
+    msgrate/ucx_tag) ucx_at $MR_SIZE $STREAM_REPS -t tag_bw -n $((256 * MR_ITERS)) -w 2560 ;;
+    *) return 1 ;;
+    esac
+}
+
+# values BENCH: "size value" pairs from a trial's output on stdin. The
+# benchmarks print median_us / median_gbs / median_mps over their repetitions;
+# ucx_perftest prints one CSV line per repetition, of which the median is
+# taken here: iterations,p50_lat,avg_lat,overall_lat(µs),avg_bw,
+# overall_bw(MiB/s),avg_mr,overall_mr(msgs/s).
+values() {
+    awk -v b="$1" '
+    function kv(k,   i) { for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
+    {
+        size = kv("size"); csv = kv("csv")
+        if (size == "") next
+        if (csv == "") {
+            v = kv(b == "lat" ? "median_us" : b == "bw" ? "median_gbs" : "median_mps")
+            if (v != "") print size, v
+            next
+        }
+        if (split(csv, f, ",") < 8 || f[1] !~ /^[0-9]+$/) next
+        if (!(size in n)) order[++ns] = size
+        r[size, ++n[size]] = b == "lat" ? f[4] : b == "bw" ? f[6] * 1048576 / 1e9 : f[8]
+    }
+    END {
+        for (k = 1; k <= ns; k++) {
+            s = order[k]; m = n[s]
+            for (i = 1; i <= m; i++) a[i] = r[s, i] + 0
+            for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            print s, a[int(m / 2) + 1]
+        }
+    }'
+}
+
+unit_key() { case "$1" in lat) echo median_us ;; bw) echo median_gbs ;; msgrate) echo median_mps ;; esac; }
+
+wanted_size() {
+    local s
+    case "$1" in
+    lat) for s in $LAT_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
+    bw) for s in $BW_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
+    msgrate) [ "$2" = "$MR_SIZE" ] && return 0 ;;
+    esac
+    return 1
+}
+
+# trial ROUND BENCH IMPL: probe, run, probe; one line per size measured.
+trial() {
+    local r=$1 b=$2 i=$3 log="$workdir/logs/r$1.$2.$3.log" out rc before state size v line got=0
+    probe
+    before=$PROBE_NS state=$PROBE_STATE
+    out=$(command_for "$b" "$i" 2>"$log.err")
+    rc=$?
+    printf '%s\n' "$out" >"$log"
+    probe
+    [ "$PROBE_STATE" = "$state" ] || state=mixed
+    while read -r size v; do
+        wanted_size "$b" "$size" || continue
+        [ $rc -eq 0 ] || break
+        line="bench=$b impl=$i size=$size state=$state probe_ns=$before/$PROBE_NS $(unit_key "$b")=$v round=$r status=ok"
+        echo "$line"
+        echo "$line" >>"$RESULTS"
+        got=1
+    done < <(printf '%s\n' "$out" | values "$b")
+    if [ $got = 0 ]; then
+        echo "bench=$b impl=$i state=$state probe_ns=$before/$PROBE_NS round=$r status=failed rc=$rc log=$log" |
+            tee -a "$RESULTS"
+        tail -n 3 "$log.err" | sed 's/^/#   /'
+    fi
+}
+
+# ------------------------------------------------------------------ table
+# Medians over trials per (measurement, size, state, candidate); ratio of the
+# best Xportals variant to the best peer (latency: < 1 is faster; bandwidth
+# and message rate: > 1 is faster).
+table() {
+    awk '
+    function kv(k,   i) { for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
+    function median(key,   n, a, i, j, t) {
+        n = cnt[key]
+        for (i = 1; i <= n; i++) a[i] = val[key, i]
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    function fmt(b, v) { return b == "lat" ? sprintf("%.3f", v) : b == "bw" ? sprintf("%.1f", v) : sprintf("%.1f", v / 1e6) }
+    $0 ~ /status=ok/ {
+        b = kv("bench"); i = kv("impl"); s = kv("size"); st = kv("state")
+        v = kv(b == "lat" ? "median_us" : b == "bw" ? "median_gbs" : "median_mps")
+        key = b SUBSEP s SUBSEP st SUBSEP i
+        val[key, ++cnt[key]] = v + 0
+        row = b SUBSEP s SUBSEP st
+        if (!(row in seen)) { seen[row] = 1; rows[++nrows] = row }
+        if (!((b, i) in hasimpl)) { hasimpl[b, i] = 1; impls[b] = impls[b] " " i }
+    }
+    END {
+        title["lat"] = "one-way latency, us (lower is better; ratio < 1: Xportals faster)"
+        title["bw"] = "bandwidth, GB/s = 1e9 B/s (higher is better; ratio > 1: Xportals faster)"
+        title["msgrate"] = "message rate, M msgs/s (higher is better; ratio > 1: Xportals faster)"
+        split("lat bw msgrate", order, " ")
+        split("near far mixed busy unknown", states, " ")
+        for (o = 1; o <= 3; o++) {
+            b = order[o]
+            if (impls[b] == "") continue
+            ni = split(impls[b], il, " ")
+            printf "\n%s\n| size | state |", title[b]
+            for (k = 1; k <= ni; k++) printf " %s |", il[k]
+            printf " best peer | Xportals/best |\n|---|---|"
+            for (k = 1; k <= ni + 2; k++) printf "---|"
+            printf "\n"
+            # rows in size order, then state order
+            nr = 0
+            for (r = 1; r <= nrows; r++) { split(rows[r], f, SUBSEP); if (f[1] == b) sz[++nr] = f[2] + 0 }
+            for (x = 2; x <= nr; x++) { t = sz[x]; for (y = x - 1; y >= 1 && sz[y] > t; y--) sz[y + 1] = sz[y]; sz[y + 1] = t }
+            last = -1
+            for (x = 1; x <= nr; x++) {
+                if (sz[x] == last) continue
+                last = sz[x]
+                for (q = 1; q <= 5; q++) {
+                    st = states[q]
+                    if (!((b, sz[x], st) in seen)) continue
+                    printf "| %d | %s |", sz[x], st
+                    bx = ""; bp = ""; bpn = ""
+                    for (k = 1; k <= ni; k++) {
+                        key = b SUBSEP sz[x] SUBSEP st SUBSEP il[k]
+                        if (!(key in cnt)) { printf " - |"; continue }
+                        m = median(key)
+                        printf " %s (%d) |", fmt(b, m), cnt[key]
+                        better = 0
+                        if (il[k] ~ /^xportals/) {
+                            if (bx == "" || (b == "lat" ? m < bx : m > bx)) bx = m
+                        } else if (bp == "" || (b == "lat" ? m < bp : m > bp)) { bp = m; bpn = il[k] }
+                    }
+                    if (bp == "") printf " - | - |\n"
+                    else if (bx == "") printf " %s %s | - |\n", bpn, fmt(b, bp)
+                    else printf " %s %s | %.2f |\n", bpn, fmt(b, bp), bx / bp
+                }
+            }
+        }
+        printf "\n(n) = trials; each trial value is that benchmark run'"'"'s own median over its repetitions.\n"
+    }' "$RESULTS"
+}
+
+# ------------------------------------------------------------------ main
+t_start=$(date +%s)
+install_peers
+find_probe
+avail=""
+if want xportals; then
+    if [ -n "$XPRUN" ] && [ -x "$XPRUN" ] && [ -x "$XPBENCH/ptl_pingpong" ]; then
+        avail="$avail xportals"
+    else
+        note "Xportals not found (give --prefix PREFIX or a build directory): reported as failed"
+        avail="$avail xportals"
+    fi
+fi
+want mpich && build_mpi mpich && avail="$avail mpich"
+want openmpi && build_mpi openmpi && avail="$avail openmpi"
+if want ucx; then
+    if command -v ucx_perftest >/dev/null; then avail="$avail ucx"; else note "ucx_perftest not found: ucx skipped"; fi
+fi
+
+note "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+note "xportals: ${prefix:-not found} $([ -x "${prefix:-/nonexistent}/bin/xpinfo" ] && "$prefix/bin/xpinfo" 2>/dev/null | head -1)"
+command -v mpichversion >/dev/null && note "mpich: $(mpichversion 2>/dev/null | head -1 | sed 's/.*:\s*//') ($(mpichversion 2>/dev/null | grep -i device | sed 's/.*:\s*//'))"
+command -v mpirun.openmpi >/dev/null && note "openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1)"
+command -v ucx_info >/dev/null && note "ucx: $(ucx_info -v 2>/dev/null | head -1 | sed 's/^# //')"
+note "probe: ${PROBE:-none}; rounds=$rounds quick=$quick full=$full; logs in $workdir/logs"
+note "candidates:$avail"
+
+for ((r = 1; r <= rounds; r++)); do
+    for b in lat bw msgrate; do
+        list=()
+        for i in $(impls_of "$b"); do
+            case " $avail " in *" $(family_of "$i") "*) list+=("$i") ;; esac
+        done
+        n=${#list[@]}
+        [ "$n" -gt 0 ] || continue
+        # rotate the order each round so no candidate always runs first
+        for ((k = 0; k < n; k++)); do
+            trial "$r" "$b" "${list[$(((k + r - 1) % n))]}"
+        done
+    done
+done
+
+table
+note "finished in $(($(date +%s) - t_start)) s; raw lines in $RESULTS"
