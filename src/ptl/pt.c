@@ -106,7 +106,7 @@ static void uh_free_all(xp_pt_t *pt)
     xp_match_header_t *h;
     while ((h = xp_match_uh_first(&pt->table)) != NULL) {
         xp_match_uh_remove(&pt->table, h);
-        free(h->user);
+        xp_uh_release(pt, h->user, 0);
     }
 }
 
@@ -185,20 +185,49 @@ static void le_free(xp_le_t *le)
     free(le);
 }
 
+/* LINK, AUTO_UNLINK and AUTO_FREE: events about the entry itself. */
+static void le_event(xp_pt_t *pt, const xp_le_t *le, ptl_event_kind_t type)
+{
+    ptl_event_t ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = type;
+    ev.user_ptr = le->user_ptr;
+    ev.pt_index = le->pt_index;
+    ev.ptl_list = le->list;
+    ev.ni_fail_type = PTL_NI_OK;
+    xp_pt_post_event(pt, &ev);
+}
+
 void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event)
 {
+    int events = auto_event && !(le->options & PTL_ME_EVENT_UNLINK_DISABLE);
     xp_match_remove(&pt->table, &le->m);
-    if (auto_event && pt->eq && !(le->options & PTL_ME_EVENT_UNLINK_DISABLE)) {
-        ptl_event_t ev;
-        memset(&ev, 0, sizeof(ev));
-        ev.type = PTL_EVENT_AUTO_UNLINK;
-        ev.user_ptr = le->user_ptr;
-        ev.pt_index = le->pt_index;
-        ev.ptl_list = le->list;
-        ev.ni_fail_type = PTL_NI_OK;
-        xp_pt_post_event(pt, &ev);
+    if (events)
+        le_event(pt, le, PTL_EVENT_AUTO_UNLINK);
+    if (le->uh_refs == 0) {
+        /* No unexpected header points into the buffer: free at once. */
+        if (events && le->list == PTL_OVERFLOW_LIST)
+            le_event(pt, le, PTL_EVENT_AUTO_FREE);
+        le_free(le);
+        return;
     }
-    le_free(le);
+    /* The handle dies now; the object waits for its last header. */
+    le->unlinked = 1;
+    le->auto_free = events && le->list == PTL_OVERFLOW_LIST;
+    xp_handle_free(entry_table(le->is_me), le->handle);
+    xp_ni_obj_release(le->ni, XP_NI_OBJ_ENTRY);
+    xp_region_fini(&le->region);
+}
+
+void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events)
+{
+    xp_le_t *le = uh->owner;
+    free(uh);
+    if (!le || --le->uh_refs > 0 || !le->unlinked)
+        return;
+    if (events && le->auto_free)
+        le_event(pt, le, PTL_EVENT_AUTO_FREE);
+    free(le);
 }
 
 #define LE_OPTIONS (PTL_IOVEC | PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE |            \
@@ -326,11 +355,14 @@ static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
                 xp_match_uh_find(&pt->table, &spec, h, NULL, NULL);
             xp_match_uh_remove(&pt->table, h);
             uh_deliver(pt, le, h->user, 0, PTL_SEARCH_DELETE);
-            free(h->user);
+            xp_uh_release(pt, h->user, 1);
             h = next;
             if (options & PTL_ME_USE_ONCE) {
-                /* Consumed by the header: never linked. */
+                /* Consumed by the header: never linked, but it was used
+                 * once, so it reports its unlink like any use-once entry. */
                 *handle_out = le->handle;
+                if (!(options & PTL_ME_EVENT_UNLINK_DISABLE))
+                    le_event(pt, le, PTL_EVENT_AUTO_UNLINK);
                 le_free(le);
                 pthread_mutex_unlock(&pt->lock);
                 return PTL_OK;
@@ -339,9 +371,10 @@ static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
     }
     xp_match_append(&pt->table, ptl_list == PTL_PRIORITY_LIST ? XP_MATCH_PRIORITY : XP_MATCH_OVERFLOW,
                     &le->m);
-    if (pt->eq && !(options & PTL_ME_EVENT_LINK_DISABLE) && 0) {
-        /* LINK events: only with PTL_ME_EVENT_LINK_ENABLE semantics (4.2); off. */
-    }
+    /* Portals 4: PTL_EVENT_LINK once the entry is in its list, unless
+     * PTL_LE/ME_EVENT_LINK_DISABLE. */
+    if (!(options & PTL_ME_EVENT_LINK_DISABLE))
+        le_event(pt, le, PTL_EVENT_LINK);
     *handle_out = le->handle;
     pthread_mutex_unlock(&pt->lock);
     return PTL_OK;
@@ -442,7 +475,7 @@ static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
             xp_match_uh_find(&pt->table, &spec, h, NULL, NULL);
         xp_match_uh_remove(&pt->table, h);
         uh_deliver(pt, &tmp, h->user, 1, op);
-        free(h->user);
+        xp_uh_release(pt, h->user, 1);
         h = next;
     }
     if (!found) {

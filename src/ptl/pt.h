@@ -38,6 +38,13 @@ typedef struct xp_le {
     ptl_size_t local_offset; /* MANAGE_LOCAL */
     ptl_size_t min_free;
     xp_match_entry_t m;
+    /* Overflow entries: unexpected headers still pointing into this entry's
+     * buffer. An unlinked entry lives on (handle already freed) until the
+     * last one is consumed; then an automatically unlinked one reports
+     * PTL_EVENT_AUTO_FREE (the buffer may be reused). */
+    unsigned int uh_refs;
+    int unlinked;
+    int auto_free;
 } xp_le_t;
 
 /* An unexpected header: a message that landed in an overflow-list entry,
@@ -45,6 +52,7 @@ typedef struct xp_le {
 typedef struct xp_uh {
     xp_match_header_t mh;
     ptl_event_t ev;       /* the event as it was generated for the overflow entry */
+    xp_le_t *owner;       /* the overflow entry holding the data (uh_refs) */
 } xp_uh_t;
 
 /* Lock the PT (pt_index valid and allocated) or return NULL. */
@@ -53,6 +61,9 @@ xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index);
 uint64_t xp_pt_source_of(xp_ni_t *ni, int rank);
 /* Unlink le (PT lock held) and free it; emits AUTO_UNLINK if `auto_event`. */
 void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event);
+/* An unexpected header is consumed or forgotten (PT lock held): drop its
+ * reference on the overflow entry, report AUTO_FREE if `events`, free it. */
+void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events);
 /* Post a full event on the PT's EQ. */
 void xp_pt_post_event(xp_pt_t *pt, const ptl_event_t *ev);
 

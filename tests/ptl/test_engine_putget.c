@@ -58,7 +58,8 @@ int main(void)
     XP_CHECK_EQ(pti, PT);
 
     ptl_le_t le = { .start = tbuf, .length = MAXSZ, .ct_handle = ct_le, .uid = PTL_UID_ANY,
-                    .options = PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_EVENT_CT_COMM };
+                    .options = PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_EVENT_CT_COMM |
+                               PTL_LE_EVENT_LINK_DISABLE };
     XP_REQUIRE(PtlLEAppend(ni, PT, &le, PTL_PRIORITY_LIST, (void *)0x1234, &leh) == PTL_OK);
     ptl_md_t mdd = { .start = sbuf, .length = MAXSZ, .eq_handle = eq_md, .ct_handle = ct_md,
                      .options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY };
