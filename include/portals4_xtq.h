@@ -84,6 +84,47 @@ PTL_EXPORT int PtlXtqDeregisterQueue(ptl_handle_ni_t ni_handle, ptl_size_t index
 
 /* ---- initiator side ---- */
 
+/* Send a task: a put of the command packet and its kernel arguments
+ * ([cmd_offset, cmd_offset+cmd_length) of cmd_md) followed by the payload
+ * ([payload_offset, +payload_length) of payload_md; payload_length 0: none),
+ * gathered by the engine into one message - the paper's XtqPut. The message
+ * is matched at the target like a PtlPut with the same pt_index, match_bits
+ * and remote_offset; the matched entry must take it whole and contiguous.
+ *
+ * cmd_length: PTL_XTQ_CMD_SIZE (+ kernel argument bytes for a kernel dispatch:
+ * cmd_length must equal 64 + the packet's reserved2; an agent dispatch has
+ * exactly 64). ack_req: PTL_ACK_REQ or PTL_CT_ACK_REQ only, because a task
+ * refused at the target (queue full, bad index, bad command) is reported in
+ * the acknowledgement's ni_fail_type (ACK event) or as a failure on the MD's
+ * CT - without an acknowledgement a refusal would be silent.
+ * Events (SEND, ACK) and counts go to cmd_md; payload_md must be on the same
+ * NI and stay bound until cmd_md's SEND event. The buffers may be reused
+ * after the SEND event (the target may still be running the task).
+ * PTL_ARG_INVALID: bad handles, ranges, ack_req or command packet.
+ * PTL_NO_INIT: PtlInit not called. */
+PTL_EXPORT int PtlXtqPut(ptl_handle_md_t cmd_md_handle, ptl_size_t cmd_offset,
+                         ptl_size_t cmd_length, ptl_handle_md_t payload_md_handle,
+                         ptl_size_t payload_offset, ptl_size_t payload_length,
+                         ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                         ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                         ptl_hdr_data_t hdr_data);
+
+/* PtlXtqPut issued by the engine once trig_ct_handle's success + failure
+ * reaches threshold (as PtlTriggeredPut): with a task that increments a CT
+ * when it ends, chains of remote tasks run with no application thread. The
+ * command packet is read when the operation fires (the buffers must stay
+ * valid until then). Checked at once: handle types, ack_req, cmd_length >= 64;
+ * MD ranges when it fires (a failure to issue is logged); the command packet
+ * only at the target (PTL_NI_XTQ_BAD_COMMAND in the ACK). */
+PTL_EXPORT int PtlTriggeredXtqPut(ptl_handle_md_t cmd_md_handle, ptl_size_t cmd_offset,
+                                  ptl_size_t cmd_length, ptl_handle_md_t payload_md_handle,
+                                  ptl_size_t payload_offset, ptl_size_t payload_length,
+                                  ptl_ack_req_t ack_req, ptl_process_t target_id,
+                                  ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                                  ptl_size_t remote_offset, void *user_ptr,
+                                  ptl_hdr_data_t hdr_data, ptl_handle_ct_t trig_ct_handle,
+                                  ptl_size_t threshold);
+
 /* Fill the XTQ fields of a command packet the caller has otherwise set up:
  * for a kernel dispatch, the KLT index goes in kernel_object and the byte
  * count of kernel arguments that follow the packet in reserved2; for an agent

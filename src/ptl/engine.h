@@ -63,6 +63,8 @@ enum {
     XP_PKT_F_RMA     = 1u << 0, /* request: data by RMA (segments in payload) */
     XP_PKT_F_NOACK   = 1u << 1, /* answer: completion only, no ack counting/event */
     XP_PKT_F_SENDEV  = 1u << 2, /* answer: initiator still owes the SEND event */
+    XP_PKT_F_XTQ     = 1u << 3, /* request: an XTQ put (xtq/): after delivery the target
+                                 * hands the landed message to the XTQ hook */
 };
 
 /* Header of every engine packet (requests and answers share it). */
@@ -127,6 +129,12 @@ typedef struct xp_ptl_state {
     pthread_mutex_t atomic_lock;
     /* handle tables of the engine's objects */
     xp_handle_table_t md_table, le_table, me_table;
+    /* XTQ hooks, installed by xtq/ (a layer above) when it first registers a
+     * table: function pointers keep ptl free of a link dependency on xtq.
+     * xtq_deliver runs in the packet handler under the PT lock and never
+     * blocks; it returns PTL_NI_OK or the failure for the initiator's ACK. */
+    ptl_ni_fail_t (*xtq_deliver)(ptl_handle_ni_t ni, void *landed, size_t len);
+    void (*xtq_ni_fini)(ptl_handle_ni_t ni); /* the NI is being destroyed */
 } xp_ptl_state_t;
 
 xp_ptl_state_t *xp_ptl_state(void);
@@ -135,6 +143,18 @@ xp_ptl_state_t *xp_ptl_state(void);
 void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len);
 /* Answers arriving at the initiator. */
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len);
+
+/* XTQ (xtq/ builds PtlXtqPut on it): a put whose data is gathered from two
+ * MD ranges - [off1, off1+len1) of md1 (command packet + arguments), then
+ * [off2, off2+len2) of md2 (payload) - carrying `flags` (XP_PKT_F_XTQ) in its
+ * header. Events and counts go to md1; md2 must stay bound until md1's SEND
+ * event. ack_req must be PTL_ACK_REQ or PTL_CT_ACK_REQ (an XTQ failure is
+ * only ever reported in the acknowledgement). Returns a PTL_* code. */
+int xp_eng_put_gather(ptl_handle_md_t md1, ptl_size_t off1, ptl_size_t len1, ptl_handle_md_t md2,
+                      ptl_size_t off2, ptl_size_t len2, ptl_ack_req_t ack_req,
+                      ptl_process_t target_id, ptl_pt_index_t pt_index,
+                      ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                      ptl_hdr_data_t hdr_data, unsigned flags);
 
 /* Free all objects of an NI (PtlNIFini's last reference). */
 void xp_pt_fini_all(xp_ni_t *ni);

@@ -216,6 +216,11 @@ static xp_ni_t *ni_create(int slot, ptl_interface_t iface, unsigned options,
 
 void xp_ni_destroy(xp_ni_t *ni)
 {
+    void (*xtq_fini)(ptl_handle_ni_t) = __atomic_load_n(&xp_ptl_state()->xtq_ni_fini,
+                                                         __ATOMIC_ACQUIRE);
+    /* XTQ: drop this NI's lookup tables (last PtlNIFini, or PtlFini). */
+    if (xtq_fini)
+        xtq_fini(ni->handle);
     xp_pt_fini_all(ni);
     xp_md_fini_all(ni);
     xp_ct_ni_fini(ni);

@@ -372,6 +372,70 @@ sent_inline:
     return PTL_OK;
 }
 
+/* XTQ: a put gathered from two MD ranges (see engine.h). Small messages are
+ * copied into one packet; larger ones go by RMA over the segments of both
+ * ranges, so the target reads command, arguments and payload in one pass. */
+int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t len1,
+                      ptl_handle_md_t md2_handle, ptl_size_t off2, ptl_size_t len2,
+                      ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                      ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                      ptl_hdr_data_t hdr_data, unsigned flags)
+{
+    xp_md_t *md, *md2;
+    xp_pkt_t h;
+    int rank;
+    xp_status_t rc;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    md = xp_md_from_handle(md1_handle);
+    md2 = len2 ? xp_md_from_handle(md2_handle) : md;
+    if (!md || !md2 || md2->ni != md->ni || (ack_req != PTL_ACK_REQ && ack_req != PTL_CT_ACK_REQ))
+        return PTL_ARG_INVALID;
+    if (!check_range(md, off1, len1) || !check_range(md2, off2, len2) ||
+        len2 > md->ni->limits.max_msg_size - len1)
+        return PTL_ARG_INVALID;
+    rank = xp_ni_target_rank(md->ni, target_id);
+    if (rank < 0)
+        return PTL_ARG_INVALID;
+    pkt_init(&h, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+             len1 + len2);
+    h.ack_req = (uint8_t)ack_req;
+    h.flags = (uint8_t)flags;
+    h.local_offset = off1;
+    __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+    if (len1 + len2 <= xp_eng_inline_max(rank)) {
+        unsigned char buf[len1 + len2 ? len1 + len2 : 1];
+        xp_region_read(&md->region, off1, buf, len1);
+        xp_region_read(&md2->region, off2, buf + len1, len2);
+        rc = send_inline(rank, md, &h, buf, len1 + len2, user_ptr, off1, 1);
+        if (rc != XP_OK)
+            undeliverable(md, &h, 1, NULL, 0);
+        return PTL_OK;
+    }
+    if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA)) {
+        __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        xp_error("XTQ put: %zu bytes to rank %d need single-copy RMA, which this transport lacks",
+                 (size_t)(len1 + len2), rank);
+        return PTL_FAIL;
+    }
+    /* Room for two full lists; the target reads at most MAX_SEGS segments. */
+    xp_seg_t segs[2 * MAX_SEGS];
+    int n1 = make_segs(md, off1, len1, segs);
+    int n2 = n1 < 0 ? -1 : make_segs(md2, off2, len2, segs + n1);
+    if (n2 < 0 || n1 + n2 > MAX_SEGS) {
+        __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        return PTL_ARG_INVALID;
+    }
+    h.flags |= XP_PKT_F_RMA;
+    h.nseg = (uint32_t)(n1 + n2);
+    /* The SEND event waits for the target's answer (it reads our buffers). */
+    rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)(n1 + n2), NULL, 0, 0);
+    if (rc != XP_OK)
+        undeliverable(md, &h, 1, NULL, 0);
+    return PTL_OK;
+}
+
 int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
            ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
            ptl_size_t remote_offset, void *user_ptr)

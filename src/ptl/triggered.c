@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "portals4_xtq.h"
 #include "ptl/atomic_ops.h"
 #include "ptl/ct.h"
+#include "ptl/engine.h" /* xp_eng_put_gather, XP_PKT_F_XTQ */
 #include "util/log.h"
 
 /* The per-thread work list of released operations (see triggered.h). It is
@@ -81,6 +83,11 @@ static void issue(xp_trig_t *t)
     case XP_TRIG_CTINC:
     case XP_TRIG_CTSET:
         ct_op(t);
+        break;
+    case XP_TRIG_XTQPUT:
+        rc = xp_eng_put_gather(t->md, t->local_offset, t->length, t->get_md, t->local_get_offset,
+                               t->length2, t->ack_req, t->target, t->pt_index, t->match_bits,
+                               t->remote_offset, t->user_ptr, t->hdr_data, XP_PKT_F_XTQ);
         break;
     }
     if (rc != PTL_OK)
@@ -339,6 +346,43 @@ int PtlTriggeredSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
                            local_put_offset, length, target_id, pt_index, match_bits,
                            remote_offset, user_ptr, hdr_data, operand, operation, datatype,
                            trig_ct_handle, threshold);
+}
+
+/* XTQ extension (declared in portals4_xtq.h): PtlXtqPut released by a CT. */
+int PtlTriggeredXtqPut(ptl_handle_md_t cmd_md_handle, ptl_size_t cmd_offset, ptl_size_t cmd_length,
+                       ptl_handle_md_t payload_md_handle, ptl_size_t payload_offset,
+                       ptl_size_t payload_length, ptl_ack_req_t ack_req, ptl_process_t target_id,
+                       ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                       ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                       ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    xp_ni_t *ni;
+    xp_trig_t *t = NULL;
+    int rc = trig_ni(trig_ct_handle, &ni);
+
+    if (rc != PTL_OK)
+        return rc;
+    if (!md_handle_plausible(cmd_md_handle) ||
+        (payload_length && !md_handle_plausible(payload_md_handle)) ||
+        (ack_req != PTL_ACK_REQ && ack_req != PTL_CT_ACK_REQ) || cmd_length < PTL_XTQ_CMD_SIZE)
+        return PTL_ARG_INVALID;
+    rc = trig_new(ni, XP_TRIG_XTQPUT, threshold, &t);
+    if (rc != PTL_OK)
+        return rc;
+    t->md = cmd_md_handle;
+    t->local_offset = cmd_offset;
+    t->length = cmd_length;
+    t->get_md = payload_md_handle;
+    t->local_get_offset = payload_offset;
+    t->length2 = payload_length;
+    t->ack_req = ack_req;
+    t->target = target_id;
+    t->pt_index = pt_index;
+    t->match_bits = match_bits;
+    t->remote_offset = remote_offset;
+    t->user_ptr = user_ptr;
+    t->hdr_data = hdr_data;
+    return trig_post(trig_ct_handle, t);
 }
 
 /* TriggeredCTInc / TriggeredCTSet: both CTs live on the same NI. */

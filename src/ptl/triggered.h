@@ -34,6 +34,7 @@ typedef enum {
     XP_TRIG_SWAP,
     XP_TRIG_CTINC,
     XP_TRIG_CTSET,
+    XP_TRIG_XTQPUT, /* PtlTriggeredXtqPut (xtq/): a gathering put, see engine.h */
 } xp_trig_kind_t;
 
 /* One pending operation: the arguments of the call it will make. */
@@ -43,9 +44,11 @@ typedef struct xp_trig {
     xp_trig_kind_t kind;
     xp_ni_t *ni;           /* counted against ni's XP_NI_OBJ_TRIGGERED */
     ptl_handle_md_t md;    /* put MD (put, atomic, fetch, swap) or get MD (get) */
-    ptl_handle_md_t get_md; /* fetch, swap: the MD receiving the old values */
+    ptl_handle_md_t get_md; /* fetch, swap: the MD receiving the old values;
+                             * XTQ put: the payload MD */
     ptl_size_t local_offset;
-    ptl_size_t local_get_offset;
+    ptl_size_t local_get_offset; /* XTQ put: the payload offset */
+    ptl_size_t length2;    /* XTQ put: the payload length (length: command + arguments) */
     ptl_size_t length;
     ptl_ack_req_t ack_req;
     ptl_process_t target;

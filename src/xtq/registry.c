@@ -46,6 +46,7 @@ xp_xtq_tables_t *xp_xtq_tables_of(ptl_handle_ni_t ni, int create)
     if (!t && create && s->n < MAX_NIS && xp_xtq_tables_create(&t) == XP_OK) {
         s->ni[s->n] = ni;
         s->tables[s->n++] = t;
+        xp_xtq_install_hooks();
     }
     pthread_mutex_unlock(&s->lock);
     return t;

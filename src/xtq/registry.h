@@ -20,5 +20,8 @@ void xp_xtq_ni_fini(ptl_handle_ni_t ni);
 /* Whether `ni` names a live NI (ni_check.c: through the engine when it is
  * built, else any handle but PTL_INVALID_HANDLE). */
 int xp_xtq_ni_valid(ptl_handle_ni_t ni);
+/* Give the engine xp_xtq_deliver and xp_xtq_ni_fini (idempotent; called
+ * whenever a table is created). */
+void xp_xtq_install_hooks(void);
 
 #endif

@@ -165,3 +165,14 @@ int PtlSwap(ptl_handle_md_t gmd, ptl_size_t glo, ptl_handle_md_t pmd, ptl_size_t
 {
     return record(4, pmd, len, up, operand);
 }
+
+/* XTQ gathering put (ops.c in the real engine), issued by triggered XTQ puts:
+ * recorded as kind 5 with the total length. */
+int xp_eng_put_gather(ptl_handle_md_t md1, ptl_size_t off1, ptl_size_t len1, ptl_handle_md_t md2,
+                      ptl_size_t off2, ptl_size_t len2, ptl_ack_req_t ack_req,
+                      ptl_process_t target_id, ptl_pt_index_t pt_index,
+                      ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                      ptl_hdr_data_t hdr_data, unsigned flags)
+{
+    return record(5, md1, len1 + len2, user_ptr, NULL);
+}
