@@ -28,6 +28,7 @@ typedef struct req {
     ptl_ni_fail_t fail;
     ptl_size_t offset;   /* offset used in the entry */
     ptl_size_t mlength;
+    xp_uh_t *uh;         /* reserved unexpected header (overflow list) */
 } req_t;
 
 static ptl_event_kind_t event_kind(uint8_t type)
@@ -113,8 +114,10 @@ static void target_events(req_t *r)
     if (r->pt->eq && !(le->options & PTL_ME_EVENT_COMM_DISABLE) &&
         !(ok && (le->options & PTL_ME_EVENT_SUCCESS_DISABLE)))
         xp_pt_post_event(r->pt, &ev);
-    unsigned ctopt = r->list == PTL_OVERFLOW_LIST ? PTL_ME_EVENT_CT_OVERFLOW : PTL_ME_EVENT_CT_COMM;
-    if (le->ct && (le->options & ctopt)) {
+    /* A message landing in an entry is a communication event whichever list
+     * the entry is on; EVENT_CT_OVERFLOW counts the *_OVERFLOW events that a
+     * later priority append generates (pt.c). */
+    if (le->ct && (le->options & PTL_ME_EVENT_CT_COMM)) {
         if (ok)
             xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? r->mlength : 1, 0);
         else
@@ -122,16 +125,45 @@ static void target_events(req_t *r)
         xp_ptl_notify();
     }
     /* Remember messages that landed in the overflow list for a later append. */
-    if (r->list == PTL_OVERFLOW_LIST && ok && !(le->options & PTL_ME_UNEXPECTED_HDR_DISABLE) &&
-        xp_match_uh_count(&r->pt->table) < (size_t)r->ni->limits.max_unexpected_headers) {
-        xp_uh_t *uh = malloc(sizeof(*uh));
-        if (uh) {
-            uh->ev = ev;
-            uh->mh.user = uh;
-            xp_match_uh_insert(&r->pt->table, &uh->mh, xp_pt_source_of(r->ni, r->src),
-                               r->h->match_bits);
+    if (r->uh) {
+        r->uh->ev = ev;
+        r->uh->mh.user = r->uh;
+        r->uh->owner = le;
+        le->uh_refs++;
+        xp_match_uh_insert(&r->pt->table, &r->uh->mh, xp_pt_source_of(r->ni, r->src),
+                           r->h->match_bits);
+        r->uh = NULL;
+    }
+}
+
+/* Reserve what the message needs before anything is delivered: its
+ * unexpected header (overflow list) and, on a flow-controlled PT, room in
+ * the EQ for its events plus the PT_DISABLED event. 0 if the target lacks
+ * the resources: the caller then disables the PT (PTL_PT_FLOWCTRL) or
+ * drops the message; nothing is ever half delivered or silently lost. */
+static int reserve_resources(req_t *r)
+{
+    const xp_le_t *le = r->le;
+    if (r->list == PTL_OVERFLOW_LIST && !(le->options & PTL_ME_UNEXPECTED_HDR_DISABLE)) {
+        if (xp_match_uh_count(&r->pt->table) >= (size_t)r->ni->limits.max_unexpected_headers)
+            return 0;
+        r->uh = malloc(sizeof(*r->uh));
+        if (!r->uh)
+            return 0;
+    }
+    if ((r->pt->options & PTL_PT_FLOWCTRL) && r->pt->eq) {
+        unsigned int n = 1; /* the PT_DISABLED event that a later refusal needs */
+        if (!(le->options & PTL_ME_EVENT_COMM_DISABLE))
+            n++;
+        if (le->options & (PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL))
+            n += 2; /* AUTO_UNLINK, AUTO_FREE */
+        if (!xp_eq_has_space_n(r->pt->eq, n)) {
+            free(r->uh);
+            r->uh = NULL;
+            return 0;
         }
     }
+    return 1;
 }
 
 /* Which operations the entry must allow. */
@@ -298,6 +330,27 @@ static void reject(req_t *r, ptl_ni_fail_t fail, ptl_sr_index_t reg)
     answer(r, NULL, 0, 0);
 }
 
+/* No entry (or no resources) for the message: with PTL_PT_FLOWCTRL the PT
+ * is disabled and the target told (PT_DISABLED event); the initiator's
+ * answer reports PTL_NI_PT_DISABLED. Without it the message is dropped. */
+static void no_room(req_t *r)
+{
+    if (r->pt->options & PTL_PT_FLOWCTRL) {
+        ptl_event_t ev;
+        int quiet = r->le && (r->le->options & PTL_ME_EVENT_FLOWCTRL_DISABLE);
+        r->pt->enabled = 0;
+        r->le = NULL;
+        fill_event(r, &ev, PTL_EVENT_PT_DISABLED);
+        ev.ni_fail_type = PTL_NI_PT_DISABLED;
+        if (!quiet)
+            xp_pt_post_event(r->pt, &ev);
+        reject(r, PTL_NI_PT_DISABLED, PTL_SR_DROP_COUNT);
+    } else {
+        r->le = NULL;
+        reject(r, PTL_NI_DROPPED, PTL_SR_DROP_COUNT);
+    }
+}
+
 static void handle_request(int src, const xp_pkt_t *h, const void *payload, size_t len)
 {
     req_t r;
@@ -324,16 +377,7 @@ static void handle_request(int src, const xp_pkt_t *h, const void *payload, size
     }
     match(&r);
     if (!r.le) {
-        if (r.pt->options & PTL_PT_FLOWCTRL) {
-            ptl_event_t ev;
-            r.pt->enabled = 0;
-            fill_event(&r, &ev, PTL_EVENT_PT_DISABLED);
-            ev.ni_fail_type = PTL_NI_PT_DISABLED;
-            xp_pt_post_event(r.pt, &ev);
-            reject(&r, PTL_NI_PT_DISABLED, PTL_SR_DROP_COUNT);
-        } else {
-            reject(&r, PTL_NI_DROPPED, PTL_SR_DROP_COUNT);
-        }
+        no_room(&r);
         goto out;
     }
     if (r.le->uid != PTL_UID_ANY && r.le->uid != h->uid) {
@@ -344,6 +388,10 @@ static void handle_request(int src, const xp_pkt_t *h, const void *payload, size
     if (!op_allowed(r.le, h->type)) {
         r.le = NULL;
         reject(&r, PTL_NI_OP_VIOLATION, PTL_SR_OPERATIONS_VIOLATIONS);
+        goto out;
+    }
+    if (!reserve_resources(&r)) {
+        no_room(&r);
         goto out;
     }
     r.offset = (r.le->options & PTL_ME_MANAGE_LOCAL) ? r.le->local_offset : h->remote_offset;
