@@ -1,0 +1,8 @@
+# Part 2 of the engine: matching interfaces (ME semantics, unexpected
+# headers, search, flow control, triggered operations across processes, the
+# Open MPI mtl/portals4 pattern). Every test here runs through the real
+# engine under xprun.
+if(TARGET xprun AND TARGET portals)
+  xp_mp_test(test_me_semantics NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_me_semantics.c
+             LIBS portals TIMEOUT 30 LABELS ptl)
+endif()
