@@ -191,11 +191,13 @@ ucx_at() {
 #   lat:     one-way latency (µs), half a ping-pong round trip
 #   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages
 #   msgrate: messages per second, windows of 256 messages of 8 B
+#   fadd:    8-byte fetch-add round trip (µs), one operation at a time
 impls_of() {
     case "$1" in
     lat) echo "xportals_le xportals_me mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
     bw) echo "xportals mpich openmpi ucx_tag ucx_put" ;;
     msgrate) echo "xportals mpich openmpi ucx_tag" ;;
+    fadd) echo "xportals mpich openmpi ucx" ;;
     esac
 }
 
@@ -234,6 +236,11 @@ command_for() {
     msgrate/mpich) mpich --mode msgrate --size $MR_SIZE --iters $MR_ITERS --reps $STREAM_REPS ;;
     msgrate/openmpi) openmpi --mode msgrate --size $MR_SIZE --iters $MR_ITERS --reps $STREAM_REPS ;;
     msgrate/ucx_tag) ucx_at $MR_SIZE $STREAM_REPS -t tag_bw -n $((256 * MR_ITERS)) -w 2560 ;;
+    fadd/xportals) xp ptl_atomic_lat --iters $LAT_ITERS --reps $LAT_REPS ;;
+    fadd/mpich) mpich --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
+    fadd/openmpi) openmpi --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
+    fadd/ucx) # UCT atomic on the peer's mapped posix segment, one outstanding
+        ucx_at 8 $LAT_REPS -t fadd -x posix -d memory -O 1 -n $LAT_ITERS -w 100 ;;
     *) return 1 ;;
     esac
 }
@@ -250,13 +257,13 @@ values() {
         size = kv("size"); csv = kv("csv")
         if (size == "") next
         if (csv == "") {
-            v = kv(b == "lat" ? "median_us" : b == "bw" ? "median_gbs" : "median_mps")
+            v = kv(b == "bw" ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
             if (v != "") print size, v
             next
         }
         if (split(csv, f, ",") < 8 || f[1] !~ /^[0-9]+$/) next
         if (!(size in n)) order[++ns] = size
-        r[size, ++n[size]] = b == "lat" ? f[4] : b == "bw" ? f[6] * 1048576 / 1e9 : f[8]
+        r[size, ++n[size]] = b == "bw" ? f[6] * 1048576 / 1e9 : b == "msgrate" ? f[8] : f[4]
     }
     END {
         for (k = 1; k <= ns; k++) {
@@ -268,7 +275,7 @@ values() {
     }'
 }
 
-unit_key() { case "$1" in lat) echo median_us ;; bw) echo median_gbs ;; msgrate) echo median_mps ;; esac; }
+unit_key() { case "$1" in bw) echo median_gbs ;; msgrate) echo median_mps ;; *) echo median_us ;; esac; }
 
 wanted_size() {
     local s
@@ -276,13 +283,15 @@ wanted_size() {
     lat) for s in $LAT_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     bw) for s in $BW_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     msgrate) [ "$2" = "$MR_SIZE" ] && return 0 ;;
+    fadd) [ "$2" = 8 ] && return 0 ;;
     esac
     return 1
 }
 
 # trial ROUND BENCH IMPL: probe, run, probe; one line per size measured.
 trial() {
-    local r=$1 b=$2 i=$3 log="$workdir/logs/r$1.$2.$3.log" out rc before state size v line got=0
+    local r=$1 b=$2 i=$3 log="$workdir/logs/r$1.$2.$3.log" out rc before state size v line got=0 load
+    load=$(cut -d' ' -f1 /proc/loadavg)
     probe
     before=$PROBE_NS state=$PROBE_STATE
     out=$(command_for "$b" "$i" 2>"$log.err")
@@ -293,13 +302,13 @@ trial() {
     while read -r size v; do
         wanted_size "$b" "$size" || continue
         [ $rc -eq 0 ] || break
-        line="bench=$b impl=$i size=$size state=$state probe_ns=$before/$PROBE_NS $(unit_key "$b")=$v round=$r status=ok"
+        line="bench=$b impl=$i size=$size state=$state probe_ns=$before/$PROBE_NS $(unit_key "$b")=$v round=$r load1=$load status=ok"
         echo "$line"
         echo "$line" >>"$RESULTS"
         got=1
     done < <(printf '%s\n' "$out" | values "$b")
     if [ $got = 0 ]; then
-        echo "bench=$b impl=$i state=$state probe_ns=$before/$PROBE_NS round=$r status=failed rc=$rc log=$log" |
+        echo "bench=$b impl=$i state=$state probe_ns=$before/$PROBE_NS round=$r load1=$load status=failed rc=$rc log=$log" |
             tee -a "$RESULTS"
         tail -n 3 "$log.err" | sed 's/^/#   /'
     fi
@@ -318,10 +327,12 @@ table() {
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
-    function fmt(b, v) { return b == "lat" ? sprintf("%.3f", v) : b == "bw" ? sprintf("%.1f", v) : sprintf("%.1f", v / 1e6) }
+    function fmt(b, v) { return b == "bw" ? sprintf("%.1f", v) : b == "msgrate" ? sprintf("%.1f", v / 1e6) : sprintf("%.3f", v) }
+    function better(b, x, y) { return (b == "lat" || b == "fadd") ? x < y : x > y }
+    function human(s) { return s >= 1048576 && s % 1048576 == 0 ? s / 1048576 " MiB" : s >= 1024 && s % 1024 == 0 ? s / 1024 " KiB" : s " B" }
     $0 ~ /status=ok/ {
         b = kv("bench"); i = kv("impl"); s = kv("size"); st = kv("state")
-        v = kv(b == "lat" ? "median_us" : b == "bw" ? "median_gbs" : "median_mps")
+        v = kv(b == "bw" ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
         key = b SUBSEP s SUBSEP st SUBSEP i
         val[key, ++cnt[key]] = v + 0
         row = b SUBSEP s SUBSEP st
@@ -332,9 +343,10 @@ table() {
         title["lat"] = "one-way latency, us (lower is better; ratio < 1: Xportals faster)"
         title["bw"] = "bandwidth, GB/s = 1e9 B/s (higher is better; ratio > 1: Xportals faster)"
         title["msgrate"] = "message rate, M msgs/s (higher is better; ratio > 1: Xportals faster)"
-        split("lat bw msgrate", order, " ")
+        title["fadd"] = "fetch-add 8 B round trip, us (lower is better; ratio < 1: Xportals faster)"
+        split("lat bw msgrate fadd", order, " ")
         split("near far mixed busy unknown", states, " ")
-        for (o = 1; o <= 3; o++) {
+        for (o = 1; o <= 4; o++) {
             b = order[o]
             if (impls[b] == "") continue
             ni = split(impls[b], il, " ")
@@ -354,17 +366,16 @@ table() {
                 for (q = 1; q <= 5; q++) {
                     st = states[q]
                     if (!((b, sz[x], st) in seen)) continue
-                    printf "| %d | %s |", sz[x], st
+                    printf "| %s | %s |", human(sz[x]), st
                     bx = ""; bp = ""; bpn = ""
                     for (k = 1; k <= ni; k++) {
                         key = b SUBSEP sz[x] SUBSEP st SUBSEP il[k]
                         if (!(key in cnt)) { printf " - |"; continue }
                         m = median(key)
                         printf " %s (%d) |", fmt(b, m), cnt[key]
-                        better = 0
                         if (il[k] ~ /^xportals/) {
-                            if (bx == "" || (b == "lat" ? m < bx : m > bx)) bx = m
-                        } else if (bp == "" || (b == "lat" ? m < bp : m > bp)) { bp = m; bpn = il[k] }
+                            if (bx == "" || better(b, m, bx)) bx = m
+                        } else if (bp == "" || better(b, m, bp)) { bp = m; bpn = il[k] }
                     }
                     if (bp == "") printf " - | - |\n"
                     else if (bx == "") printf " %s %s | - |\n", bpn, fmt(b, bp)
@@ -404,7 +415,7 @@ note "probe: ${PROBE:-none}; rounds=$rounds quick=$quick full=$full; logs in $wo
 note "candidates:$avail"
 
 for ((r = 1; r <= rounds; r++)); do
-    for b in lat bw msgrate; do
+    for b in lat bw msgrate fadd; do
         list=()
         for i in $(impls_of "$b"); do
             case " $avail " in *" $(family_of "$i") "*) list+=("$i") ;; esac

@@ -15,6 +15,9 @@
  *   bw            windows of MPI_Isend / MPI_Irecv from rank 0 to rank 1, each
  *                 window closed by a zero-byte ack (GB/s = 1e9 B/s)
  *   msgrate       the same with small messages (messages per second)
+ *   fadd          MPI_Fetch_and_op (MPI_SUM, uint64) + MPI_Win_flush from rank 0
+ *                 to rank 1's window, round trip per operation (µs); rank 1
+ *                 waits in MPI_Barrier (its progress serves emulated atomics)
  *
  * Output: one key=value line per size from rank 0, e.g.
  *   bench=mpi_pingpong size=8 iters=10000 reps=11 median_us=0.101 min_us=... p90_us=...
@@ -26,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE } mode_t_;
+typedef enum { MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE, MODE_FADD } mode_t_;
 
 typedef struct {
     mode_t_ mode;
@@ -68,7 +71,7 @@ static stats_t stats_of(double *v, long n)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s --mode pingpong|put_pingpong|bw|msgrate [--min-size B] [--max-size B]\n"
+            "usage: %s --mode pingpong|put_pingpong|bw|msgrate|fadd [--min-size B] [--max-size B]\n"
             "          [--size B] [--iters N] [--warmup N] [--reps N] [--window N]\n"
             "sizes accept k/m suffixes (KiB, MiB)\n",
             prog);
@@ -93,6 +96,7 @@ static void set_defaults(opts_t *o)
     switch (o->mode) {
     case MODE_PINGPONG:
     case MODE_PUT_PINGPONG:
+    case MODE_FADD:
         o->min_size = 8, o->max_size = 8, o->iters = 10000, o->warmup = 100, o->reps = 11;
         o->window = 1;
         break;
@@ -120,6 +124,7 @@ static void parse(opts_t *o, int argc, char **argv)
     else if (!strcmp(mode, "put_pingpong")) o->mode = MODE_PUT_PINGPONG;
     else if (!strcmp(mode, "bw")) o->mode = MODE_BW;
     else if (!strcmp(mode, "msgrate")) o->mode = MODE_MSGRATE;
+    else if (!strcmp(mode, "fadd")) o->mode = MODE_FADD;
     else usage(argv[0]);
     set_defaults(o);
     for (i = 1; i < argc; i += 2) {
@@ -242,6 +247,28 @@ static double put_pingpong_once(const opts_t *o, putwin_t *w, size_t size, long 
     return (now_us() - t0) / (2.0 * (double)iters);
 }
 
+/* ------------------------------------------------------------ fetch-add */
+
+/* Rank 0: µs per fetch-add; rank 1 only keeps progressing (in the barrier). */
+static double fadd_once(const opts_t *o, putwin_t *w, long iters)
+{
+    const uint64_t one = 1;
+    uint64_t result = 0;
+    double t0 = 0;
+    if (o->rank == 0) {
+        for (long i = 0; i < o->warmup + iters; i++) {
+            if (i == o->warmup)
+                t0 = now_us();
+            MPI_Fetch_and_op(&one, &result, MPI_UINT64_T, 1, 0, MPI_SUM, w->win);
+            MPI_Win_flush(1, w->win);
+        }
+        t0 = (now_us() - t0) / (double)iters;
+        w->seq = result + 1; /* the value after this rep's last operation */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return t0;
+}
+
 /* ------------------------------------------------------------ streaming */
 
 /* Seconds for `iters` windows of o->window messages of `size` bytes. */
@@ -271,13 +298,19 @@ static double stream_once(const opts_t *o, size_t size, long iters)
 
 static void run_latency(opts_t *o, putwin_t *w, double *v)
 {
-    const char *name = o->mode == MODE_PINGPONG ? "mpi_pingpong" : "mpi_put_pingpong";
+    const char *name = o->mode == MODE_PINGPONG       ? "mpi_pingpong"
+                       : o->mode == MODE_PUT_PINGPONG ? "mpi_put_pingpong"
+                                                      : "mpi_fadd";
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         long iters = iters_for(o, size);
         for (long r = 0; r < o->reps; r++) {
             MPI_Barrier(MPI_COMM_WORLD);
-            v[r] = o->mode == MODE_PINGPONG ? pingpong_once(o, size, iters)
-                                            : put_pingpong_once(o, w, size, iters);
+            if (o->mode == MODE_PINGPONG)
+                v[r] = pingpong_once(o, size, iters);
+            else if (o->mode == MODE_PUT_PINGPONG)
+                v[r] = put_pingpong_once(o, w, size, iters);
+            else
+                v[r] = fadd_once(o, w, iters);
         }
         if (o->rank == 0) {
             stats_t st = stats_of(v, o->reps);
@@ -319,6 +352,21 @@ static void run_stream(opts_t *o, double *v)
     }
 }
 
+/* The target word must hold the number of fetch-adds done; rank 0 knows
+ * it (w->seq) and sends it to rank 1, which checks its window. */
+static void check_fadd(const opts_t *o, putwin_t *w)
+{
+    uint64_t expect = w->seq;
+    MPI_Bcast(&expect, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Win_sync(w->win);
+    if (o->rank == 1 && *(volatile uint64_t *)(void *)w->base != expect) {
+        fprintf(stderr, "mpi_bench: fetch-add target %llu, expected %llu\n",
+                (unsigned long long)*(volatile uint64_t *)(void *)w->base,
+                (unsigned long long)expect);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
 static char *alloc_buf(size_t len)
 {
     void *p = NULL;
@@ -353,7 +401,7 @@ int main(int argc, char **argv)
     if (!o.req || !v)
         MPI_Abort(MPI_COMM_WORLD, 1);
 
-    if (o.mode == MODE_PUT_PINGPONG) {
+    if (o.mode == MODE_PUT_PINGPONG || o.mode == MODE_FADD) {
         /* whole pages: MPICH 4.0.2 (ch4) puts into the wrong rank's memory
          * when the shared windows are packed closer than a page */
         size_t wlen = (put_len(o.max_size) + 4095) & ~(size_t)4095;
@@ -362,11 +410,13 @@ int main(int argc, char **argv)
         MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win);
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG)
+    if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG || o.mode == MODE_FADD)
         run_latency(&o, &w, v);
     else
         run_stream(&o, v);
-    if (o.mode == MODE_PUT_PINGPONG) {
+    if (o.mode == MODE_FADD)
+        check_fadd(&o, &w);
+    if (o.mode == MODE_PUT_PINGPONG || o.mode == MODE_FADD) {
         MPI_Win_unlock_all(w.win);
         MPI_Win_free(&w.win);
     }
