@@ -6,3 +6,7 @@ if(TARGET xprun AND TARGET portals)
   xp_mp_test(test_me_semantics NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_me_semantics.c
              LIBS portals TIMEOUT 30 LABELS ptl)
 endif()
+if(TARGET xprun AND TARGET portals)
+  xp_mp_test(test_me_property NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_me_property.c
+             LIBS portals TIMEOUT 60 LABELS ptl ARGS 300 200)
+endif()
