@@ -2,3 +2,9 @@
 # error codes and semantics of every call, event fields, the SOS pattern.
 xp_test(test_api_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_api_errors.c
         LIBS portals TIMEOUT 30 LABELS ptl conformance)
+if(TARGET xprun)
+  xp_mp_test(mp_events NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_events.c
+             LIBS portals TIMEOUT 30 LABELS ptl conformance)
+  xp_mp_test(mp_events NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_events.c
+             LIBS portals TIMEOUT 30 LABELS ptl conformance)
+endif()
