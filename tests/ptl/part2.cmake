@@ -10,3 +10,9 @@ if(TARGET xprun AND TARGET portals)
   xp_mp_test(test_me_property NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_me_property.c
              LIBS portals TIMEOUT 60 LABELS ptl ARGS 300 200)
 endif()
+if(TARGET xprun AND TARGET portals)
+  xp_mp_test(mp_flowctl NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_flowctl.c
+             LIBS portals TIMEOUT 60 LABELS ptl)
+  xp_mp_test(mp_flowctl NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_flowctl.c
+             LIBS portals TIMEOUT 60 LABELS ptl)
+endif()
