@@ -8,3 +8,9 @@ if(TARGET xprun)
   xp_mp_test(mp_events NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_events.c
              LIBS portals TIMEOUT 30 LABELS ptl conformance)
 endif()
+if(TARGET xprun)
+  xp_mp_test(mp_sos_pattern NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_sos_pattern.c
+             LIBS portals TIMEOUT 30 LABELS ptl conformance)
+  xp_mp_test(mp_sos_pattern NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_sos_pattern.c
+             LIBS portals TIMEOUT 30 LABELS ptl conformance)
+endif()
