@@ -64,7 +64,8 @@ static int eq_empty(const xp_eq_t *eq)
            __atomic_load_n(&eq->tail, __ATOMIC_ACQUIRE);
 }
 
-int xp_eq_push(xp_eq_t *eq, const ptl_event_t *ev)
+/* mark_drop: a full queue records the loss (xp_eq_push) or not (try). */
+static int eq_push(xp_eq_t *eq, const ptl_event_t *ev, int mark_drop)
 {
     int rc = 0;
 
@@ -72,7 +73,8 @@ int xp_eq_push(xp_eq_t *eq, const ptl_event_t *ev)
     if (!eq->handle || !eq->ring) {
         rc = -1;
     } else if (eq->tail - eq->head > eq->mask) {
-        eq->pending_drop = 1;
+        if (mark_drop)
+            eq->pending_drop = 1;
         rc = 1;
     } else {
         eq_slot_t *s = &eq->ring[eq->tail & eq->mask];
@@ -85,6 +87,16 @@ int xp_eq_push(xp_eq_t *eq, const ptl_event_t *ev)
     if (rc == 0)
         xp_ptl_notify();
     return rc;
+}
+
+int xp_eq_push(xp_eq_t *eq, const ptl_event_t *ev)
+{
+    return eq_push(eq, ev, 1);
+}
+
+int xp_eq_try_push(xp_eq_t *eq, const ptl_event_t *ev)
+{
+    return eq_push(eq, ev, 0);
 }
 
 int xp_eq_has_space_n(xp_eq_t *eq, unsigned int n)
@@ -128,7 +140,8 @@ static void eq_kill(xp_eq_t *eq, int release_ni)
     __atomic_store_n(&eq->handle, 0, __ATOMIC_RELEASE);
     ring = eq->ring;
     eq->ring = NULL;
-    eq->head = eq->tail = 0;
+    __atomic_store_n(&eq->head, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&eq->tail, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&eq->lock);
     free(ring);
     if (release_ni)
@@ -214,7 +227,8 @@ int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_handle_eq_t *eq_
     eq->ni = ni;
     eq->ring = ring;
     eq->mask = entries - 1;
-    eq->head = eq->tail = 0;
+    __atomic_store_n(&eq->head, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&eq->tail, 0, __ATOMIC_RELEASE);
     eq->pending_drop = 0;
     __atomic_store_n(&eq->handle, h, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&eq->lock);

@@ -36,6 +36,11 @@ xp_eq_t *xp_eq_from_handle(ptl_handle_eq_t handle);
  * was freed). */
 int xp_eq_push(xp_eq_t *eq, const ptl_event_t *ev);
 
+/* Like xp_eq_push, but a full queue leaves no trace: returns nonzero and the
+ * caller keeps the event (flow control: check-and-push in one step, exact
+ * even with several producers, unlike xp_eq_has_space + xp_eq_push). */
+int xp_eq_try_push(xp_eq_t *eq, const ptl_event_t *ev);
+
 /* 1 if at least `n` more events fit right now (flow control), else 0. */
 int xp_eq_has_space_n(xp_eq_t *eq, unsigned int n);
 static inline int xp_eq_has_space(xp_eq_t *eq) { return xp_eq_has_space_n(eq, 1); }
