@@ -26,6 +26,8 @@ usage: compare.sh [options]
   --workdir DIR   where MPI programs are built and logs kept
                   (default ${TMPDIR:-/tmp}/xp-compare-$UID)
   --only LIST     comma-separated candidates: xportals,mpich,openmpi,ucx
+  --mpi-src FILE  the MPI benchmark source (default: mpi/mpi_bench.c next to
+                  this script)
   --no-install    do not apt-get missing MPI/UCX packages
 Xportals runs with the caller's XP_* environment (e.g. XP_PROGRESS=thread).
 EOF
@@ -41,6 +43,7 @@ prefix=""
 workdir="${TMPDIR:-/tmp}/xp-compare-$(id -u)"
 only="xportals,mpich,openmpi,ucx"
 install=1
+MPI_SRC="$here/mpi/mpi_bench.c"
 while [ $# -gt 0 ]; do
     case "$1" in
     --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
     --workdir) [ $# -ge 2 ] || usage; workdir=$2; shift 2 ;;
     --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
+    --mpi-src) [ $# -ge 2 ] || usage; MPI_SRC=$2; shift 2 ;;
     --no-install) install=0; shift ;;
     -h | --help) usage ;;
     *) echo "compare.sh: unknown option $1" >&2; usage ;;
@@ -65,7 +69,6 @@ if [ -z "$prefix" ]; then
 fi
 XPRUN="${prefix:+$prefix/bin/xprun}"
 XPBENCH="${prefix:+$prefix/libexec/xportals}"
-MPI_SRC="$here/mpi/mpi_bench.c"
 mkdir -p "$workdir/logs" || exit 1
 RESULTS="$workdir/results.txt"
 : >"$RESULTS"
@@ -408,7 +411,7 @@ fi
 
 note "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 note "xportals: ${prefix:-not found} $([ -x "${prefix:-/nonexistent}/bin/xpinfo" ] && "$prefix/bin/xpinfo" 2>/dev/null | head -1)"
-command -v mpichversion >/dev/null && note "mpich: $(mpichversion 2>/dev/null | head -1 | sed 's/.*:\s*//') ($(mpichversion 2>/dev/null | grep -i device | sed 's/.*:\s*//'))"
+command -v mpichversion >/dev/null && note "mpich: $(mpichversion 2>/dev/null | head -1 | sed 's/^[^:]*:\s*//') ($(mpichversion 2>/dev/null | grep -i '^MPICH Device' | sed 's/^[^:]*:\s*//'))"
 command -v mpirun.openmpi >/dev/null && note "openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1)"
 command -v ucx_info >/dev/null && note "ucx: $(ucx_info -v 2>/dev/null | head -1 | sed 's/^# //')"
 note "probe: ${PROBE:-none}; rounds=$rounds quick=$quick full=$full; logs in $workdir/logs"
