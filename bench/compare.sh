@@ -153,7 +153,7 @@ xp() { timeout -k 5 "$TRIAL_TIMEOUT" "$XPRUN" -n 2 "$XPBENCH/$1" "${@:2}"; }
 mpich() { timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to core -n 2 "$workdir/mpi_bench.mpich" "$@"; }
 openmpi() {
     timeout -k 5 "$TRIAL_TIMEOUT" mpirun.openmpi -n 2 --allow-run-as-root --oversubscribe \
-        --bind-to core --mca btl self,vader "$workdir/mpi_bench.openmpi" "$@"
+        --bind-to core --mca pml ob1 --mca btl self,vader "$workdir/mpi_bench.openmpi" "$@"
 }
 
 # ucx ARGS: a ucx_perftest server (CPU 0) and client (CPU 1) on loopback over
