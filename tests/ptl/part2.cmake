@@ -16,3 +16,9 @@ if(TARGET xprun AND TARGET portals)
   xp_mp_test(mp_flowctl NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_flowctl.c
              LIBS portals TIMEOUT 60 LABELS ptl)
 endif()
+if(TARGET xprun AND TARGET portals)
+  xp_mp_test(mp_ompi_pattern NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_ompi_pattern.c
+             LIBS portals TIMEOUT 60 LABELS ptl)
+  xp_mp_test(mp_ompi_pattern NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_ompi_pattern.c
+             LIBS portals TIMEOUT 60 LABELS ptl)
+endif()
