@@ -27,10 +27,18 @@ int xp_ptl_progress(void)
     return n;
 }
 
+/* Called on every CT/EQ update, so it must not write the doorbell's cache
+ * line when nobody sleeps: peers read `sleepers` on that line in every send
+ * to us, and a write here made each of their sends miss it. The fence orders
+ * the caller's update before the look (a sleeper bumps `sleepers` before its
+ * last check of the condition). */
 void xp_ptl_notify(void)
 {
     xp_doorbell_t *db = xp_tl_doorbell();
-    if (db)
+    if (!db)
+        return;
+    xp_fence();
+    if (__atomic_load_n(&db->sleepers, __ATOMIC_RELAXED))
         xp_doorbell_ring(db);
 }
 
@@ -59,6 +67,13 @@ static int wait_pred(void *arg)
     return w->pred(w->arg);
 }
 
+/* Before sleeping: also stay awake for an arrival that another thread's
+ * poll may have left behind (xp_tl_wait's contract for pollers). */
+static int sleep_pred(void *arg)
+{
+    return wait_pred(arg) || xp_tl_pending();
+}
+
 xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
     xp_ptl_state_t *st = xp_ptl_state();
@@ -80,8 +95,12 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
         xp_cpu_relax();
     }
     __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
-    /* Passive phase: sleep on the doorbell; arrivals and local updates ring it. */
-    rc = xp_doorbell_wait(xp_tl_doorbell(), wait_pred, &w, deadline_ns);
+    /* Passive phase: sleep on the doorbell; arrivals and local updates ring
+     * it. xp_tl_wait (not xp_doorbell_wait): with XP_SHM_ASYM_FENCE the
+     * sleeper's membarrier is what makes fence-free senders safe. */
+    do
+        rc = xp_tl_wait(sleep_pred, &w, deadline_ns);
+    while (rc == XP_OK && !wait_pred(&w));
     goto check;
 done_active:
     __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
@@ -115,7 +134,7 @@ static void *progress_main(void *arg)
         }
         if (xp_ptl_progress() > 0)
             continue;
-        xp_doorbell_wait(xp_tl_doorbell(), thread_pred, st, UINT64_MAX);
+        xp_tl_wait(thread_pred, st, UINT64_MAX);
         xp_ptl_progress();
     }
     return NULL;
