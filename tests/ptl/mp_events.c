@@ -68,10 +68,18 @@ static void get_event(ptl_handle_eq_t eq, ptl_event_t *ev, int line)
         XP_CHECK_EQ(rc_, PTL_EQ_EMPTY);                                        \
     } while (0)
 
-static void wait_ct(ptl_handle_ct_t ct, ptl_size_t n, ptl_ct_event_t *v)
+/* PtlCTWait with a deadline, so a missing count fails instead of hanging. */
+static void wait_ct_line(ptl_handle_ct_t ct, ptl_size_t n, ptl_ct_event_t *v, int line)
 {
-    XP_REQUIRE(PtlCTWait(ct, n, v) == PTL_OK);
+    unsigned which;
+    int rc = PtlCTPoll(&ct, &n, 1, WAIT_MS, v, &which);
+    if (rc != PTL_OK) {
+        fprintf(stderr, "line %d: counter did not reach %llu (rc %d)\n", line,
+                (unsigned long long)n, rc);
+        exit(1);
+    }
 }
+#define wait_ct(ct, n, v) wait_ct_line(ct, n, v, __LINE__)
 
 static void reset(ctx_t *c)
 {
@@ -564,6 +572,113 @@ static void phase_iovec(ctx_t *c)
     XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
 }
 
+/* PtlPTDisable by the target, and a FLOWCTRL PT that runs out of entries. */
+static void phase_flow(ctx_t *c)
+{
+    enum { FC_PT = 13 };
+    ptl_event_t ev;
+    ptl_ct_event_t v;
+    ptl_pt_index_t pt;
+    reset(c);
+    ptl_handle_le_t le = append(c, c->tbuf, 64, PTL_LE_OP_PUT, PTL_UID_ANY, NULL);
+    ptl_handle_md_t md = bind(c, c->sbuf, 64, PTL_MD_EVENT_CT_ACK, 1);
+    XP_REQUIRE(PtlPTAlloc(c->ni, PTL_PT_FLOWCTRL, c->eq_t, FC_PT, &pt) == PTL_OK);
+    XP_CHECK_EQ(PtlPTDisable(c->ni, PT), PTL_OK);
+    barrier();
+    XP_CHECK_EQ(PtlPut(md, 0, 8, PTL_ACK_REQ, c->right, PT, 0, 0, (void *)0xF1, 0), PTL_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_SEND, PTL_NI_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_ACK, PTL_NI_PT_DISABLED);
+    XP_CHECK(ev.user_ptr == (void *)0xF1);
+    /* flow control: no entry -> the PT disables itself, one PT_DISABLED event */
+    XP_CHECK_EQ(PtlPut(md, 0, 8, PTL_ACK_REQ, c->right, FC_PT, 0, 0, (void *)0xF2, 0), PTL_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_SEND, PTL_NI_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_ACK, PTL_NI_PT_DISABLED);
+    XP_CHECK_EQ(PtlPut(md, 0, 8, PTL_ACK_REQ, c->right, FC_PT, 0, 0, (void *)0xF3, 0), PTL_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_SEND, PTL_NI_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_ACK, PTL_NI_PT_DISABLED);
+    barrier();
+    EXPECT(c->eq_t, &ev, PTL_EVENT_PT_DISABLED, PTL_NI_PT_DISABLED);
+    XP_CHECK_EQ(ev.pt_index, FC_PT);
+    EXPECT_EMPTY(c->eq_t); /* only once, and none for the user's PtlPTDisable */
+    /* re-enable both with an entry in place: messages are accepted again */
+    ptl_handle_le_t fle;
+    ptl_le_t led = { .start = c->tbuf + 64, .length = 64, .ct_handle = c->ct_t,
+                     .uid = PTL_UID_ANY,
+                     .options = PTL_LE_OP_PUT | PTL_LE_EVENT_LINK_DISABLE | PTL_LE_EVENT_CT_COMM };
+    XP_REQUIRE(PtlLEAppend(c->ni, FC_PT, &led, PTL_PRIORITY_LIST, NULL, &fle) == PTL_OK);
+    XP_CHECK_EQ(PtlPTEnable(c->ni, FC_PT), PTL_OK);
+    XP_CHECK_EQ(PtlPTEnable(c->ni, PT), PTL_OK);
+    barrier();
+    XP_CHECK_EQ(PtlPut(md, 0, 8, PTL_ACK_REQ, c->right, FC_PT, 0, 0, NULL, 0), PTL_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_SEND, PTL_NI_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_ACK, PTL_NI_OK);
+    wait_ct(c->ct_t, 1, &v);
+    EXPECT(c->eq_t, &ev, PTL_EVENT_PUT, PTL_NI_OK);
+    XP_CHECK_EQ(ev.pt_index, FC_PT);
+    barrier();
+    XP_CHECK_EQ(PtlLEUnlink(fle), PTL_OK);
+    XP_CHECK_EQ(PtlPTFree(c->ni, FC_PT), PTL_OK);
+    XP_CHECK_EQ(PtlLEUnlink(le), PTL_OK);
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+}
+
+/* An overflow-list LE keeps an unexpected header: PtlLESearch reports it,
+ * a later priority append consumes it with PUT_OVERFLOW. */
+static void phase_overflow(ctx_t *c)
+{
+    ptl_event_t ev;
+    ptl_ct_event_t v;
+    reset(c);
+    ptl_handle_le_t ov;
+    ptl_le_t led = { .start = c->tbuf, .length = 256, .ct_handle = c->ct_t, .uid = PTL_UID_ANY,
+                     .options = PTL_LE_OP_PUT | PTL_LE_EVENT_LINK_DISABLE |
+                                PTL_LE_EVENT_CT_COMM | PTL_LE_EVENT_CT_OVERFLOW };
+    XP_REQUIRE(PtlLEAppend(c->ni, PT, &led, PTL_OVERFLOW_LIST, (void *)0x0F, &ov) == PTL_OK);
+    ptl_handle_md_t md = bind(c, c->sbuf, 64, PTL_MD_EVENT_CT_ACK, 1);
+    fill(c->sbuf, 64, 40 + c->rank);
+    barrier();
+    XP_CHECK_EQ(PtlPut(md, 0, 24, PTL_ACK_REQ, c->right, PT, 0, 0, NULL, 0xAB), PTL_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_SEND, PTL_NI_OK);
+    EXPECT(c->eq_i, &ev, PTL_EVENT_ACK, PTL_NI_OK);
+    XP_CHECK_EQ(ev.ptl_list, PTL_OVERFLOW_LIST);
+    /* the delivery into the overflow entry is a communication event (CT_COMM) */
+    wait_ct(c->ct_t, 1, &v);
+    EXPECT(c->eq_t, &ev, PTL_EVENT_PUT, PTL_NI_OK);
+    XP_CHECK_EQ(ev.ptl_list, PTL_OVERFLOW_LIST);
+    XP_CHECK(ev.user_ptr == (void *)0x0F);
+    XP_CHECK_EQ(ev.mlength, 24);
+    void *landed = ev.start;
+    /* search: found, the header stays */
+    ptl_le_t probe = { .start = NULL, .length = 0, .ct_handle = PTL_CT_NONE,
+                       .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT };
+    XP_CHECK_EQ(PtlLESearch(c->ni, PT, &probe, PTL_SEARCH_ONLY, (void *)0x5E), PTL_OK);
+    EXPECT(c->eq_t, &ev, PTL_EVENT_SEARCH, PTL_NI_OK);
+    XP_CHECK(ev.user_ptr == (void *)0x5E);
+    XP_CHECK_EQ(ev.mlength, 24);
+    XP_CHECK_EQ(ev.hdr_data, 0xAB);
+    XP_CHECK_EQ(ev.initiator.rank, c->left);
+    /* a priority append takes the header: PUT_OVERFLOW pointing at the data */
+    ptl_handle_le_t pr = append(c, c->rbuf, 256, PTL_LE_OP_PUT | PTL_LE_EVENT_CT_OVERFLOW,
+                                PTL_UID_ANY, (void *)0x9A);
+    EXPECT(c->eq_t, &ev, PTL_EVENT_PUT_OVERFLOW, PTL_NI_OK);
+    PtlCTGet(c->ct_t, &v); /* the overflow event counted on the new entry's CT */
+    XP_CHECK_EQ(v.success, 2);
+    XP_CHECK(ev.user_ptr == (void *)0x9A);
+    XP_CHECK_EQ(ev.mlength, 24);
+    XP_CHECK_EQ(ev.rlength, 24);
+    XP_CHECK_EQ(ev.hdr_data, 0xAB);
+    XP_CHECK(ev.start == landed);
+    unsigned char want[24];
+    fill(want, 24, 40 + c->left);
+    XP_CHECK_EQ(memcmp(landed, want, 24), 0);
+    XP_CHECK_EQ(PtlLESearch(c->ni, PT, &probe, PTL_SEARCH_ONLY, NULL), PTL_OK);
+    EXPECT(c->eq_t, &ev, PTL_EVENT_SEARCH, PTL_NI_NO_MATCH);
+    barrier();
+    XP_CHECK_EQ(PtlLEUnlink(pr), PTL_OK);
+    XP_CHECK_EQ(PtlLEUnlink(ov), PTL_OK);
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+}
+
 /* Every other rank hammers one location of rank 0 with atomics. */
 static void phase_concurrent_atomics(ctx_t *c)
 {
@@ -639,6 +754,8 @@ int main(void)
     phase_violations(&c);
     phase_le_options(&c);
     phase_iovec(&c);
+    phase_flow(&c);
+    phase_overflow(&c);
     if (c.n >= 3)
         phase_concurrent_atomics(&c);
 
