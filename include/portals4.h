@@ -358,7 +358,7 @@ PTL_EXPORT int PtlCTFree(ptl_handle_ct_t ct_handle);
 /* Destroy, without running them, the triggered operations waiting on the CT. */
 PTL_EXPORT int PtlCTCancelTriggered(ptl_handle_ct_t ct_handle);
 PTL_EXPORT int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *event);
-/* Wait until success + failure >= test. */
+/* Wait until success >= test, or until failure is non-zero. */
 PTL_EXPORT int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event);
 PTL_EXPORT int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests,
                          unsigned int size, ptl_time_t timeout, ptl_ct_event_t *event,

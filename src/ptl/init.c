@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "ptl/engine.h"
+#include "ptl/handle.h"
 #include "ptl/progress.h"
 #include "runtime/runtime.h"
 #include "transport/transport.h"
@@ -160,6 +161,7 @@ void PtlFini(void)
     xp_eng_flush_deferred();
     xp_tl_fini();
     tables_fini(st);
+    xp_ptl_objects_fini(); /* CT and EQ tables, with any CT/EQ left allocated */
     pthread_mutex_unlock(&st->lock);
     xp_finalize();
 }
