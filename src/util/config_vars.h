@@ -45,8 +45,8 @@ XP_CONFIG_VAR(dt_cuda, ENUM, "XP_DT_CUDA", "auto", 0, 0, "off|auto",
               "Datatype engine: load the xpdt_cuda plugin once the process uses CUDA (auto), or never (off)")
 /* clang-format on */
 /* clang-format off */
-XP_CONFIG_VAR(shm_asym_fence, BOOL, "XP_SHM_ASYM_FENCE", "0", 0, 0, "",
+XP_CONFIG_VAR(shm_asym_fence, BOOL, "XP_SHM_ASYM_FENCE", "1", 0, 0, "",
               "shm senders skip the store-load fence before looking for sleepers, which then "
               "issue a global membarrier instead (about 4x the small-packet rate); only safe when "
-              "every thread sleeps on the process doorbell through xp_tl_wait")
+              "every thread sleeps on the process doorbell through xp_tl_wait (the engine does)")
 /* clang-format on */
