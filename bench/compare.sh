@@ -331,6 +331,11 @@ table() {
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
     function fmt(b, v) { return b == "bw" ? sprintf("%.1f", v) : b == "msgrate" ? sprintf("%.1f", v / 1e6) : sprintf("%.3f", v) }
+    function cell(b, x, p, pn) {
+        if (p == "") printf " - | - |"
+        else if (x == "") printf " %s %s | - |", pn, fmt(b, p)
+        else printf " %s %s | %.2f |", pn, fmt(b, p), x / p
+    }
     function better(b, x, y) { return (b == "lat" || b == "fadd") ? x < y : x > y }
     function human(s) { return s >= 1048576 && s % 1048576 == 0 ? s / 1048576 " MiB" : s >= 1024 && s % 1024 == 0 ? s / 1024 " KiB" : s " B" }
     $0 ~ /status=ok/ {
@@ -341,6 +346,8 @@ table() {
         row = b SUBSEP s SUBSEP st
         if (!(row in seen)) { seen[row] = 1; rows[++nrows] = row }
         if (!((b, i) in hasimpl)) { hasimpl[b, i] = 1; impls[b] = impls[b] " " i }
+        split(kv("probe_ns"), pr, "/")
+        if (pr[1] ~ /^[0-9.]+$/) { pk = "probe" SUBSEP st; val[pk, ++cnt[pk]] = pr[1] + 0 }
     }
     END {
         title["lat"] = "one-way latency, us (lower is better; ratio < 1: Xportals faster)"
@@ -355,8 +362,11 @@ table() {
             ni = split(impls[b], il, " ")
             printf "\n%s\n| size | state |", title[b]
             for (k = 1; k <= ni; k++) printf " %s |", il[k]
-            printf " best peer | Xportals/best |\n|---|---|"
-            for (k = 1; k <= ni + 2; k++) printf "---|"
+            # benches with one-sided peers (*_put) get a second comparison
+            # against the message peers alone (send/recv, tag matching)
+            twosided = impls[b] ~ /_put/
+            printf " best peer | Xportals/best |%s\n|---|---|", twosided ? " best message peer | Xportals/best message |" : ""
+            for (k = 1; k <= ni + 2 + 2 * twosided; k++) printf "---|"
             printf "\n"
             # rows in size order, then state order
             nr = 0
@@ -370,7 +380,7 @@ table() {
                     st = states[q]
                     if (!((b, sz[x], st) in seen)) continue
                     printf "| %s | %s |", human(sz[x]), st
-                    bx = ""; bp = ""; bpn = ""
+                    bx = ""; bp = ""; bpn = ""; bm = ""; bmn = ""
                     for (k = 1; k <= ni; k++) {
                         key = b SUBSEP sz[x] SUBSEP st SUBSEP il[k]
                         if (!(key in cnt)) { printf " - |"; continue }
@@ -378,13 +388,21 @@ table() {
                         printf " %s (%d) |", fmt(b, m), cnt[key]
                         if (il[k] ~ /^xportals/) {
                             if (bx == "" || better(b, m, bx)) bx = m
-                        } else if (bp == "" || better(b, m, bp)) { bp = m; bpn = il[k] }
+                            continue
+                        }
+                        if (bp == "" || better(b, m, bp)) { bp = m; bpn = il[k] }
+                        if (il[k] !~ /_put$/ && (bm == "" || better(b, m, bm))) { bm = m; bmn = il[k] }
                     }
-                    if (bp == "") printf " - | - |\n"
-                    else if (bx == "") printf " %s %s | - |\n", bpn, fmt(b, bp)
-                    else printf " %s %s | %.2f |\n", bpn, fmt(b, bp), bx / bp
+                    cell(b, bx, bp, bpn)
+                    if (twosided) cell(b, bx, bm, bmn)
+                    printf "\n"
                 }
             }
+        }
+        printf "\ncore-to-core one-way time (c2c_probe before each trial, median):"
+        for (q = 1; q <= 5; q++) {
+            pk = "probe" SUBSEP states[q]
+            if (pk in cnt) printf " %s %.1f ns;", states[q], median(pk)
         }
         printf "\n(n) = trials; each trial value is that benchmark run'"'"'s own median over its repetitions.\n"
     }' "$RESULTS"
