@@ -338,6 +338,11 @@ table() {
     }
     function better(b, x, y) { return (b == "lat" || b == "fadd") ? x < y : x > y }
     function human(s) { return s >= 1048576 && s % 1048576 == 0 ? s / 1048576 " MiB" : s >= 1024 && s % 1024 == 0 ? s / 1024 " KiB" : s " B" }
+    $0 ~ /status=failed/ {
+        fk = kv("bench") "/" kv("impl")
+        if (!(fk in failed)) forder[++nf] = fk
+        failed[fk]++
+    }
     $0 ~ /status=ok/ {
         b = kv("bench"); i = kv("impl"); s = kv("size"); st = kv("state")
         v = kv(b == "bw" ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
@@ -404,7 +409,13 @@ table() {
             pk = "probe" SUBSEP states[q]
             if (pk in cnt) printf " %s %.1f ns;", states[q], median(pk)
         }
-        printf "\n(n) = trials; each trial value is that benchmark run'"'"'s own median over its repetitions.\n"
+        printf "\n"
+        if (nf) {
+            printf "failed trials (see the status=failed lines for logs):"
+            for (k = 1; k <= nf; k++) printf " %s x%d;", forder[k], failed[forder[k]]
+            printf "\n"
+        }
+        printf "(n) = trials; each trial value is that benchmark run'"'"'s own median over its repetitions.\n"
     }' "$RESULTS"
 }
 
