@@ -148,7 +148,7 @@ probe() {
 kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' <<<"$2"; }
 
 # ------------------------------------------------------------------ candidates
-# Each run_* prints the benchmark's output on stdout and returns its status.
+# Launchers: each runs 2 processes on CPUs 0 and 1 and prints the program's output.
 xp() { timeout -k 5 "$TRIAL_TIMEOUT" "$XPRUN" -n 2 "$XPBENCH/$1" "${@:2}"; }
 mpich() { timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to core -n 2 "$workdir/mpi_bench.mpich" "$@"; }
 openmpi() {
@@ -157,10 +157,10 @@ openmpi() {
 }
 
 # ucx ARGS: a ucx_perftest server (CPU 0) and client (CPU 1) on loopback over
-# the shared-memory transports; prints the client's CSV result line.
-UCX_PORT=$((20000 + $$ % 20000))
+# the shared-memory transports (TCP only to exchange addresses, on a random
+# port: trials run in subshells); prints the client's CSV lines.
 ucx() {
-    local port=$((UCX_PORT++)) spid rc=1 try
+    local port=$((20000 + RANDOM % 30000)) spid rc=1 try
     UCX_TLS=posix,cma,self timeout -k 5 "$TRIAL_TIMEOUT" ucx_perftest -p "$port" -c 0 "$@" \
         >/dev/null 2>&1 &
     spid=$!
