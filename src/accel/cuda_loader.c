@@ -13,6 +13,7 @@
 #include "accel/cuda_plugin.h"
 #include "util/config.h"
 #include "util/context.h"
+#include "util/cuda_probe.h"
 #include "util/log.h"
 
 #define RANGE_CACHE_SIZE 64
@@ -27,6 +28,7 @@ typedef struct mem_range {
 struct xp_accel_state {
     pthread_mutex_t lock;
     int tried;                        /* load attempted */
+    unsigned long long probed_adds;   /* loader state at the last negative driver probe */
     void *dl;
     const xp_cuda_plugin_ops_t *ops;
     int ndevices;
@@ -124,24 +126,13 @@ int xp_accel_cuda_available(void)
 
 /* ---- memory types ---- */
 
-/* Only a process that has the CUDA driver loaded can hold device pointers:
- * so an application that never touched CUDA pays one dlopen probe, once. */
-static int driver_loaded(void)
-{
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!h)
-        return 0;
-    dlclose(h);
-    return 1;
-}
-
 xp_mem_type_t xp_mem_type(const void *ptr)
 {
     struct xp_accel_state *s = state_get();
     if (!ptr)
         return XP_MEM_HOST;
     if (!__atomic_load_n(&s->tried, __ATOMIC_ACQUIRE)) {
-        if (!driver_loaded())
+        if (!xp_cuda_driver_loaded(&s->probed_adds))
             return XP_MEM_HOST;
         xp_accel_cuda_plugin();
     }

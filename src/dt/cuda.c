@@ -16,6 +16,7 @@
 #include "dt/dt_internal.h"
 #include "dt/state.h"
 #include "util/config.h"
+#include "util/cuda_probe.h"
 #include "util/log.h"
 
 #ifndef XP_DT_PLUGIN_INSTALL_DIR
@@ -77,30 +78,6 @@ static void load_plugin(xp_dt_state_t *s)
     __atomic_store_n(&s->cuda_state, 1, __ATOMIC_RELEASE);
 }
 
-static int adds_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    *(unsigned long long *)data = info->dlpi_adds;
-    return 1; /* the counter is the same in every entry: stop at the first */
-}
-
-/* Whether the CUDA driver is loaded. A dlopen probe costs tens of
- * microseconds, so probe again only when the loader's count of loaded
- * objects moved since the last probe (tens of nanoseconds to read). */
-static int driver_loaded(xp_dt_state_t *s)
-{
-    unsigned long long adds = 0;
-    dl_iterate_phdr(adds_cb, &adds);
-    if (adds == __atomic_load_n(&s->probed_adds, __ATOMIC_RELAXED))
-        return 0;
-    void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!drv) {
-        __atomic_store_n(&s->probed_adds, adds, __ATOMIC_RELAXED);
-        return 0;
-    }
-    dlclose(drv);
-    return 1;
-}
-
 /* The plugin's ops once usable; NULL otherwise. force: load even when the
  * process does not use CUDA yet. */
 static const xp_dt_cuda_ops_t *plugin(int force)
@@ -113,7 +90,7 @@ static const xp_dt_cuda_ops_t *plugin(int force)
     int state = __atomic_load_n(&s->cuda_state, __ATOMIC_ACQUIRE);
     if (state)
         return state > 0 ? s->cuda : NULL;
-    if (!force && !driver_loaded(s))
+    if (!force && !xp_cuda_driver_loaded(&s->probed_adds))
         return NULL; /* no CUDA in this process (yet): every buffer is host memory */
     pthread_mutex_lock(&s->cuda_lock);
     if (!s->cuda_state)
