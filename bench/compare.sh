@@ -60,6 +60,9 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$rounds" ] || rounds=$((quick ? 2 : 5))
 case "$rounds" in '' | *[!0-9]* | 0) echo "compare.sh: --rounds wants a positive number" >&2; usage ;; esac
+for c in ${only//,/ }; do
+    case "$c" in xportals | mpich | openmpi | ucx) ;; *) echo "compare.sh: unknown candidate $c" >&2; usage ;; esac
+done
 
 # Installed as PREFIX/libexec/xportals/compare.sh; in the source tree as bench/compare.sh.
 if [ -z "$prefix" ]; then
@@ -463,3 +466,4 @@ done
 
 table
 note "finished in $(($(date +%s) - t_start)) s; raw lines in $RESULTS"
+grep -q "status=ok" "$RESULTS" || { note "no measurement succeeded"; exit 1; }
