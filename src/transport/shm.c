@@ -18,6 +18,7 @@
 
 #include "runtime/runtime.h"
 #include "transport/shm_seg.h"
+#include "transport/shmheap.h"
 #include "transport/tl_list.h"
 #include "util/clock.h"
 #include "util/config.h"
@@ -32,6 +33,9 @@ typedef struct shm_addr {
     char name[XP_SHM_NAME_MAX];
     int32_t pid;
     uint64_t hdr_addr; /* where the owner mapped it (to probe CMA) */
+    char heap_name[XP_SHM_NAME_MAX]; /* "" when the owner has no shared heap */
+    uint64_t heap_addr; /* where the owner mapped its heap */
+    uint64_t heap_size;
 } shm_addr_t;
 
 typedef struct shm_peer {
@@ -39,6 +43,8 @@ typedef struct shm_peer {
     xp_shm_ring_t *ring;   /* NULL: not reachable */
     xp_doorbell_t *db;
     xp_shm_seg_t seg;      /* our mapping (unused for our own rank) */
+    xp_shmheap_t heap;     /* our mapping of its shared heap (base NULL: none) */
+    uint64_t heap_remote;  /* where the owner mapped that heap */
     uint64_t checked_ns;   /* last liveness check */
     pid_t pid;
     int dead;
@@ -53,6 +59,7 @@ typedef struct shm_tl {
     int rank, size;
     int asym;              /* registered for global membarriers */
     xp_shm_seg_t own;
+    xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
     shm_peer_t *peers;     /* size entries */
 } shm_tl_t;
 
@@ -63,6 +70,20 @@ static uint32_t ring_cells(void)
     while ((size_t)n * 2 <= bytes && n < (1u << 30))
         n *= 2;
     return n;
+}
+
+/* Our shared heap (xp_shmalloc). Without one (XP_SHM_HEAP_SIZE=0, or no
+ * room) everything still works, through process_vm_readv/writev. */
+static void create_heap(shm_tl_t *s)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = xp_config()->shm_heap_size / page * page;
+    char name[XP_SHM_NAME_MAX];
+    if (!size)
+        return;
+    snprintf(name, sizeof name, "/xp-%s-%d-heap", xp_runtime_job_id(), s->rank);
+    if (xp_shmheap_create(name, size, &s->heap) != XP_OK)
+        xp_warn("shm: no shared heap (xp_shmalloc returns NULL)");
 }
 
 /* Map the segment `rank` published; failure leaves the peer unreachable. */
@@ -90,6 +111,10 @@ static void attach_peer(shm_tl_t *s, int rank)
         p->caps |= XP_TL_CAP_RMA;
     else
         xp_info("shm: no process_vm_readv access to rank %d (pid %d)", rank, (int)addr.pid);
+    addr.heap_name[XP_SHM_NAME_MAX - 1] = '\0';
+    if (addr.heap_name[0] &&
+        xp_shmheap_attach(addr.heap_name, (size_t)addr.heap_size, &p->heap) == XP_OK)
+        p->heap_remote = addr.heap_addr;
 }
 
 /* The collective part of open: publish, fence, attach, barrier, unlink. Every
@@ -100,6 +125,11 @@ static xp_status_t exchange(shm_tl_t *s, xp_status_t created)
     if (created == XP_OK) {
         shm_addr_t addr = {.pid = (int32_t)getpid(), .hdr_addr = (uintptr_t)s->own.hdr};
         snprintf(addr.name, sizeof addr.name, "%s", s->own.name);
+        if (s->heap.base) {
+            snprintf(addr.heap_name, sizeof addr.heap_name, "%s", s->heap.name);
+            addr.heap_addr = (uintptr_t)s->heap.base;
+            addr.heap_size = s->heap.size;
+        }
         st = xp_kv_put(SHM_KV_KEY, &addr, sizeof addr);
     }
     xp_status_t fst = xp_kv_fence();
@@ -112,6 +142,8 @@ static xp_status_t exchange(shm_tl_t *s, xp_status_t created)
     xp_status_t bst = xp_barrier();
     if (created == XP_OK)
         xp_shm_seg_unlink(&s->own);
+    if (s->heap.base)
+        xp_shmheap_unlink(&s->heap);
     return st == XP_OK ? bst : st;
 }
 
@@ -119,9 +151,12 @@ static void shm_tl_close(xp_tl_t *tl)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
     for (int r = 0; s->peers && r < s->size; r++)
-        if (r != s->rank)
+        if (r != s->rank) {
             xp_shm_seg_close(&s->peers[r].seg);
+            xp_shmheap_close(&s->peers[r].heap);
+        }
     xp_shm_seg_close(&s->own);
+    xp_shmheap_close(&s->heap);
     free(s->peers);
     free(s);
 }
@@ -148,6 +183,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     char name[XP_SHM_NAME_MAX];
     snprintf(name, sizeof name, "/xp-%s-%d", xp_runtime_job_id(), s->rank);
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
+    create_heap(s);
     s->asym = xp_config()->shm_asym_fence && xp_membarrier_register();
     if (st == XP_OK && s->asym)
         s->own.hdr->flags |= XP_SHM_SEG_ASYM_FENCE;
@@ -163,6 +199,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     me->pid = getpid();
     me->fence = !s->asym;
     me->caps = XP_TL_CAP_SAME_NODE | XP_TL_CAP_RMA;
+    me->heap_remote = (uintptr_t)s->heap.base;
     *tl_out = (xp_tl_t *)s;
     return XP_OK;
 }
@@ -221,10 +258,35 @@ static int shm_poll(xp_tl_t *tl, int budget)
     return n < 0 ? 0 : n;
 }
 
+#define HEAP_MAX_IOV 64
+
+/* The remote side lies in the peer's shared heap: a plain copy through our
+ * mapping of it (no system call, no page pinning). 0: not applicable. */
+static int heap_copy(shm_peer_t *p, int do_write, const struct iovec *local, int nlocal,
+                     const struct iovec *remote, int nremote, xp_status_t *st)
+{
+    struct iovec mine[HEAP_MAX_IOV];
+    if (!p->heap.base || nremote > HEAP_MAX_IOV)
+        return 0;
+    for (int i = 0; i < nremote; i++) {
+        uint64_t a = (uintptr_t)remote[i].iov_base;
+        if (!xp_shmheap_in(p->heap_remote, p->heap.size, a, remote[i].iov_len))
+            return 0;
+        mine[i].iov_base = p->heap.base + (a - p->heap_remote);
+        mine[i].iov_len = remote[i].iov_len;
+    }
+    *st = do_write ? xp_iov_copy(mine, nremote, local, nlocal)
+                   : xp_iov_copy(local, nlocal, mine, nremote);
+    return 1;
+}
+
 static xp_status_t shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
                            int nlocal, const struct iovec *remote, int nremote)
 {
     shm_peer_t *p = &s->peers[rank];
+    xp_status_t hst;
+    if (rank != s->rank && heap_copy(p, do_write, local, nlocal, remote, nremote, &hst))
+        return hst;
     if (rank == s->rank)
         return do_write ? xp_iov_copy(remote, nremote, local, nlocal)
                         : xp_iov_copy(local, nlocal, remote, nremote);
@@ -265,6 +327,12 @@ static void shm_before_sleep(xp_tl_t *tl)
 static uint32_t shm_peer_caps(xp_tl_t *tl, int rank)
 {
     return ((shm_tl_t *)tl)->peers[rank].caps;
+}
+
+xp_shmheap_t *xp_shm_heap(void)
+{
+    shm_tl_t *s = (shm_tl_t *)xp_tl_instance(&xp_tl_shm_ops);
+    return s && s->heap.base ? &s->heap : NULL;
 }
 
 const xp_tl_ops_t xp_tl_shm_ops = {

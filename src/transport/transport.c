@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/shmheap.h"
 #include "transport/tl_list.h"
 #include "util/clock.h"
 #include "util/config.h"
@@ -276,6 +277,15 @@ xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const 
                          int nremote)
 {
     return rma(rank, 1, local, nlocal, remote, nremote);
+}
+
+xp_tl_t *xp_tl_instance(const xp_tl_ops_t *ops)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    for (int i = 0; st && i < st->nopen; i++)
+        if (st->open[i].ops == ops)
+            return st->open[i].tl;
+    return NULL;
 }
 
 xp_doorbell_t *xp_tl_doorbell(void)

@@ -50,3 +50,8 @@ XP_CONFIG_VAR(shm_asym_fence, BOOL, "XP_SHM_ASYM_FENCE", "1", 0, 0, "",
               "issue a global membarrier instead (about 4x the small-packet rate); only safe when "
               "every thread sleeps on the process doorbell through xp_tl_wait (the engine does)")
 /* clang-format on */
+/* clang-format off */
+XP_CONFIG_VAR(shm_heap_size, SIZE, "XP_SHM_HEAP_SIZE", "256m", 0, 68719476736, "",
+              "Bytes of address space of each process's shared heap (xp_shmalloc; pages are "
+              "allocated on first touch); transfers from/to a peer's heap are plain copies. 0: none")
+/* clang-format on */
