@@ -142,7 +142,8 @@ static void check_one(ptl_op_t op, ptl_datatype_t dt)
 {
     size_t size = xp_atomic_type_size(dt);
     int n = single(op) ? 1 : NELEM;
-    _Alignas(64) unsigned char target[NELEM * 32], data[NELEM * 32], expect[NELEM * 32];
+    /* target has room for the unaligned copy at target + 1 below. */
+    _Alignas(64) unsigned char target[NELEM * 32 + 16], data[NELEM * 32], expect[NELEM * 32];
     _Alignas(64) unsigned char old[NELEM * 32], fetch[NELEM * 32], operand[32];
 
     /* Operands: equal to the target's first element half of the time. */
@@ -173,7 +174,7 @@ static void check_one(ptl_op_t op, ptl_datatype_t dt)
         }
         XP_CHECK(memcmp(fetch, old, n * size) == 0);
         /* The plain path computes the same. */
-        memcpy(target, old, sizeof target);
+        memcpy(target, old, sizeof old);
         XP_CHECK_EQ(xp_atomic_apply_plain(op, dt, target, data, operand, n * size, NULL), XP_OK);
         for (int i = 0; i < n; i++)
             XP_CHECK(elem_equal(dt, target + i * size, expect + i * size));
