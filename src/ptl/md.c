@@ -76,6 +76,8 @@ int xp_region_iov(const xp_region_t *r, ptl_size_t off, ptl_size_t len, struct i
 void xp_region_write(const xp_region_t *r, ptl_size_t off, const void *src, ptl_size_t len)
 {
     const char *s = src;
+    if (len == 0) /* start may be NULL for an empty region (memcpy's NULL is UB) */
+        return;
     if (!r->iov) {
         memcpy(r->start + off, src, len);
         return;
@@ -97,6 +99,8 @@ void xp_region_write(const xp_region_t *r, ptl_size_t off, const void *src, ptl_
 void xp_region_read(const xp_region_t *r, ptl_size_t off, void *dst, ptl_size_t len)
 {
     char *d = dst;
+    if (len == 0)
+        return;
     if (!r->iov) {
         memcpy(dst, r->start + off, len);
         return;
