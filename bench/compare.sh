@@ -26,6 +26,8 @@ usage: compare.sh [options]
   --workdir DIR   where MPI programs are built and logs kept
                   (default ${TMPDIR:-/tmp}/xp-compare-$UID)
   --only LIST     comma-separated candidates: xportals,mpich,openmpi,ucx
+  --progress LIST run Xportals once per XP_PROGRESS mode in LIST (e.g.
+                  thread,inline), as candidates xportals*.MODE
   --mpi-src FILE  the MPI benchmark source (default: mpi/mpi_bench.c next to
                   this script)
   --no-install    do not apt-get missing MPI/UCX packages
@@ -43,6 +45,7 @@ prefix=""
 workdir="${TMPDIR:-/tmp}/xp-compare-$(id -u)"
 only="xportals,mpich,openmpi,ucx"
 install=1
+progress=""
 MPI_SRC="$here/mpi/mpi_bench.c"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
     --workdir) [ $# -ge 2 ] || usage; workdir=$2; shift 2 ;;
     --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
     --mpi-src) [ $# -ge 2 ] || usage; MPI_SRC=$2; shift 2 ;;
+    --progress) [ $# -ge 2 ] || usage; progress=${2//,/ }; shift 2 ;;
     --no-install) install=0; shift ;;
     -h | --help) usage ;;
     *) echo "compare.sh: unknown option $1" >&2; usage ;;
@@ -152,7 +156,11 @@ kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { p
 
 # ------------------------------------------------------------------ candidates
 # Launchers: each runs 2 processes on CPUs 0 and 1 and prints the program's output.
-xp() { timeout -k 5 "$TRIAL_TIMEOUT" "$XPRUN" -n 2 "$XPBENCH/$1" "${@:2}"; }
+# XP_MODE: the XP_PROGRESS mode of this trial (empty: the caller's environment).
+xp() {
+    timeout -k 5 "$TRIAL_TIMEOUT" "$XPRUN" -n 2 ${XP_MODE:+-x XP_PROGRESS=$XP_MODE} \
+        "$XPBENCH/$1" "${@:2}"
+}
 mpich() { timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to core -n 2 "$workdir/mpi_bench.mpich" "$@"; }
 openmpi() {
     timeout -k 5 "$TRIAL_TIMEOUT" mpirun.openmpi -n 2 --allow-run-as-root --oversubscribe \
@@ -199,11 +207,20 @@ ucx_at() {
 #   msgrate: messages per second, windows of 256 messages of 8 B
 #   fadd:    8-byte fetch-add round trip (µs), one operation at a time
 impls_of() {
+    local x m out=""
     case "$1" in
-    lat) echo "xportals_le xportals_me mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
-    bw) echo "xportals mpich openmpi ucx_tag ucx_put" ;;
-    msgrate) echo "xportals mpich openmpi ucx_tag" ;;
-    fadd) echo "xportals mpich openmpi ucx" ;;
+    lat) x="xportals_le xportals_me" ;;
+    *) x="xportals" ;;
+    esac
+    if [ -n "$progress" ]; then
+        for i in $x; do for m in $progress; do out="$out $i.$m"; done; done
+        x=$out
+    fi
+    case "$1" in
+    lat) echo "$x mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
+    bw) echo "$x mpich openmpi ucx_tag ucx_put" ;;
+    msgrate) echo "$x mpich openmpi ucx_tag" ;;
+    fadd) echo "$x mpich openmpi ucx" ;;
     esac
 }
 
@@ -213,7 +230,9 @@ lat_range() { set -- $LAT_SIZES; echo "--min-size $1 --max-size ${!#}"; }
 
 # command BENCH IMPL: runs one trial, output on stdout.
 command_for() {
-    local b=$1 i=$2 s
+    local b=$1 i=${2%%.*} s
+    XP_MODE=""
+    [ "$i" = "$2" ] || XP_MODE=${2#*.}
     case "$b/$i" in
     lat/xportals_le) xp ptl_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/xportals_me) xp ptl_pingpong --me $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
