@@ -100,7 +100,7 @@ xp_status_t xp_pmi_parse_mapping(const char *text, int size, int *node_of, int *
     while (rank < size) {
         int before = rank;
         for (int b = 0; b < nblocks && rank < size; b++)
-            for (long n = 0; n < blocks[b][1] && rank < size; n++)
+            for (long n = 0; n < blocks[b][1] && blocks[b][2] > 0 && rank < size; n++)
                 for (long k = 0; k < blocks[b][2] && rank < size; k++) {
                     int node = (int)(blocks[b][0] + n);
                     node_of[rank++] = node;
