@@ -12,25 +12,10 @@
 #include <string.h>
 
 #include "runtime/kv_codec.h"
+#include "xp_fuzz.h"
 #include "xp_test.h"
 #include "xportals/xp.h"
 
-typedef struct rng {
-    uint64_t s;
-} rng_t;
-
-static uint64_t next(rng_t *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static size_t below(rng_t *r, size_t n)
-{
-    return n ? (size_t)(next(r) % n) : 0;
-}
 
 static int in_alphabet(char c)
 {
@@ -75,15 +60,15 @@ static void check_decode(const char *text, size_t textlen, size_t cap)
     free(t);
 }
 
-static void round_trip(rng_t *r)
+static void round_trip(xp_rng_t *r)
 {
-    size_t n = below(r, 300);
+    size_t n = xp_rng_below(r, 300);
     unsigned char *data = malloc(n ? n : 1), *back = malloc(n ? n : 1);
     size_t elen = xp_kv_encoded_len(n);
     char *text = malloc(elen + 1);
     XP_REQUIRE(data && back && text);
     for (size_t i = 0; i < n; i++)
-        data[i] = (unsigned char)next(r);
+        data[i] = (unsigned char)xp_rng_next(r);
     xp_kv_encode(data, n, text);
     XP_CHECK_EQ(strlen(text), elen);
     size_t len = 0;
@@ -97,17 +82,17 @@ static void round_trip(rng_t *r)
     free(data);
 }
 
-static void wire_key(rng_t *r)
+static void wire_key(xp_rng_t *r)
 {
     char key[XP_KV_MAX_KEY * 2 + 2];
-    size_t kl = below(r, sizeof(key) - 1);
+    size_t kl = xp_rng_below(r, sizeof(key) - 1);
     for (size_t i = 0; i < kl; i++)
-        key[i] = (char)(33 + below(r, 94));
+        key[i] = (char)(33 + xp_rng_below(r, 94));
     key[kl] = '\0';
-    size_t maxlen = 32 + below(r, 100);
+    size_t maxlen = 32 + xp_rng_below(r, 100);
     char *out = malloc(maxlen + 1);
     XP_REQUIRE(out);
-    int rank = below(r, 4) ? (int)below(r, 100000) : (int)(next(r) & 0x7fffffff);
+    int rank = xp_rng_below(r, 4) ? (int)xp_rng_below(r, 100000) : (int)(xp_rng_next(r) & 0x7fffffff);
     xp_kv_wire_key(rank, key, maxlen, out);
     XP_CHECK(strlen(out) <= maxlen);
     (void)xp_kv_key_ok(key);
@@ -117,7 +102,7 @@ static void wire_key(rng_t *r)
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 100000;
-    rng_t r = { 0xc0dec0deu };
+    xp_rng_t r = { 0xc0dec0deu };
     char text[1200];
     /* Every short length, every capacity around the exact size. */
     for (size_t tl = 0; tl < 40; tl++) {
@@ -127,28 +112,28 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < rounds; i++) {
         size_t tl;
-        if (below(&r, 2)) {
+        if (xp_rng_below(&r, 2)) {
             /* valid encoding of random bytes, then a few mutations */
             unsigned char data[800];
-            size_t n = below(&r, sizeof(data));
+            size_t n = xp_rng_below(&r, sizeof(data));
             for (size_t k = 0; k < n; k++)
-                data[k] = (unsigned char)next(&r);
+                data[k] = (unsigned char)xp_rng_next(&r);
             xp_kv_encode(data, n, text);
             tl = strlen(text);
-            int edits = (int)below(&r, 3);
+            int edits = (int)xp_rng_below(&r, 3);
             for (int e = 0; e < edits && tl; e++)
-                text[below(&r, tl)] = (char)next(&r);
-            if (below(&r, 4) == 0)
-                tl = below(&r, tl + 1);
+                text[xp_rng_below(&r, tl)] = (char)xp_rng_next(&r);
+            if (xp_rng_below(&r, 4) == 0)
+                tl = xp_rng_below(&r, tl + 1);
         } else {
-            tl = below(&r, sizeof(text));
+            tl = xp_rng_below(&r, sizeof(text));
             for (size_t k = 0; k < tl; k++)
-                text[k] = (char)next(&r);
+                text[k] = (char)xp_rng_next(&r);
         }
         long want = expected_len(tl);
-        size_t cap = want < 0 ? below(&r, 1000) : (size_t)want;
-        if (want >= 0 && below(&r, 3) == 0)
-            cap = (size_t)want > 2 ? (size_t)want - 1 - below(&r, 2) : 0;
+        size_t cap = want < 0 ? xp_rng_below(&r, 1000) : (size_t)want;
+        if (want >= 0 && xp_rng_below(&r, 3) == 0)
+            cap = (size_t)want > 2 ? (size_t)want - 1 - xp_rng_below(&r, 2) : 0;
         check_decode(text, tl, cap);
         if (i % 8 == 0) {
             round_trip(&r);

@@ -12,25 +12,9 @@
 #include <time.h>
 
 #include "runtime/pmi_wire.h"
+#include "xp_fuzz.h"
 #include "xp_test.h"
 
-typedef struct rng {
-    uint64_t s;
-} rng_t;
-
-static uint64_t next(rng_t *r)
-{
-    /* splitmix64: good enough, and the same on every machine */
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static size_t below(rng_t *r, size_t n)
-{
-    return n ? (size_t)(next(r) % n) : 0;
-}
 
 static const char *const valid_lines[] = {
     "cmd=init pmi_version=1 pmi_subversion=1\n",
@@ -53,27 +37,27 @@ static const char *const valid_maps[] = {
 };
 
 /* Characters that matter to the parsers, plus any byte. */
-static char interesting_char(rng_t *r)
+static char interesting_char(xp_rng_t *r)
 {
     static const char set[] = " =\n\t,()-0123456789vectorcmdkey";
-    if (below(r, 4) == 0)
-        return (char)(1 + below(r, 255)); /* never NUL inside a C string */
-    return set[below(r, sizeof(set) - 1)];
+    if (xp_rng_below(r, 4) == 0)
+        return (char)(1 + xp_rng_below(r, 255)); /* never NUL inside a C string */
+    return set[xp_rng_below(r, sizeof(set) - 1)];
 }
 
-static void mutate(rng_t *r, char *buf, size_t *len, size_t cap)
+static void mutate(xp_rng_t *r, char *buf, size_t *len, size_t cap)
 {
-    int edits = 1 + (int)below(r, 6);
+    int edits = 1 + (int)xp_rng_below(r, 6);
     for (int e = 0; e < edits; e++) {
         size_t n = *len;
-        switch (below(r, 5)) {
+        switch (xp_rng_below(r, 5)) {
         case 0: /* replace */
             if (n)
-                buf[below(r, n)] = interesting_char(r);
+                buf[xp_rng_below(r, n)] = interesting_char(r);
             break;
         case 1: /* insert */
             if (n + 1 < cap) {
-                size_t at = below(r, n + 1);
+                size_t at = xp_rng_below(r, n + 1);
                 memmove(buf + at + 1, buf + at, n - at);
                 buf[at] = interesting_char(r);
                 (*len)++;
@@ -81,17 +65,17 @@ static void mutate(rng_t *r, char *buf, size_t *len, size_t cap)
             break;
         case 2: /* delete */
             if (n) {
-                size_t at = below(r, n);
+                size_t at = xp_rng_below(r, n);
                 memmove(buf + at, buf + at + 1, n - at - 1);
                 (*len)--;
             }
             break;
         case 3: /* truncate */
-            *len = below(r, n + 1);
+            *len = xp_rng_below(r, n + 1);
             break;
         default: /* duplicate a piece */
             if (n && n * 2 < cap) {
-                size_t from = below(r, n), l = 1 + below(r, n - from);
+                size_t from = xp_rng_below(r, n), l = 1 + xp_rng_below(r, n - from);
                 memmove(buf + from + l, buf + from, n - from);
                 *len += l;
             }
@@ -213,31 +197,31 @@ static void known_answers(void)
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 100000;
-    rng_t r = { 0x5eedf00du };
+    xp_rng_t r = { 0x5eedf00du };
     char buf[4 * XP_PMI_MAXLINE];
     known_answers();
     for (int i = 0; i < rounds; i++) {
         size_t len;
-        if (below(&r, 3) == 0) {
+        if (xp_rng_below(&r, 3) == 0) {
             /* random printable-ish garbage */
-            len = below(&r, 2 * XP_PMI_MAXLINE);
+            len = xp_rng_below(&r, 2 * XP_PMI_MAXLINE);
             for (size_t k = 0; k < len; k++)
                 buf[k] = interesting_char(&r);
             buf[len] = '\0';
         } else {
-            const char *seed = valid_lines[below(&r, sizeof(valid_lines) / sizeof(*valid_lines))];
+            const char *seed = valid_lines[xp_rng_below(&r, sizeof(valid_lines) / sizeof(*valid_lines))];
             len = strlen(seed);
             memcpy(buf, seed, len + 1);
             mutate(&r, buf, &len, sizeof(buf) - 1);
         }
         check_line(buf, strlen(buf));
 
-        const char *mseed = valid_maps[below(&r, sizeof(valid_maps) / sizeof(*valid_maps))];
+        const char *mseed = valid_maps[xp_rng_below(&r, sizeof(valid_maps) / sizeof(*valid_maps))];
         len = strlen(mseed);
         memcpy(buf, mseed, len + 1);
-        if (below(&r, 8))
+        if (xp_rng_below(&r, 8))
             mutate(&r, buf, &len, 512);
-        check_mapping(buf, strlen(buf), 1 + (int)below(&r, 16));
+        check_mapping(buf, strlen(buf), 1 + (int)xp_rng_below(&r, 16));
     }
     printf("%d rounds\n", rounds);
     return xp_test_result();
