@@ -132,7 +132,14 @@ int main(int argc, char **argv)
         bench_fini(&b);
         return 0;
     }
-    u.ni = bench_ni(1, b.queue + 64);
+    long room;
+    u.ni = bench_ni_room(1, b.queue + 64, &room);
+    if (room - 64 < b.queue) {
+        if (b.rank == 0)
+            fprintf(stderr, "ptl_unexpected: the NI grants room for %ld entries/headers; "
+                            "largest queue %ld instead of %ld\n", room, room - 64, b.queue);
+        b.queue = room - 64;
+    }
     BENCH_CHECK(PtlCTAlloc(u.ni, &u.ovf_ct));
     BENCH_CHECK(PtlCTAlloc(u.ni, &u.me_ct));
     BENCH_CHECK(PtlCTAlloc(u.ni, &u.send_ct));
@@ -143,8 +150,12 @@ int main(int argc, char **argv)
     u.md = bench_md(u.ni, u.sbuf, b.max_size, PTL_MD_EVENT_CT_SEND, u.send_ct);
     double *v = calloc((size_t)b.reps, sizeof(*v));
 
-    for (long q = 1; q <= b.queue; q *= 10)
+    /* 1, 10, 100, ... and the largest queue itself */
+    for (long q = 1;; q = q * 10 < b.queue ? q * 10 : b.queue) {
         run_queue(&b, &u, q, v);
+        if (q == b.queue)
+            break;
+    }
 
     PtlMDRelease(u.md);
     PtlPTFree(u.ni, u.pt);

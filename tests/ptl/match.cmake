@@ -7,3 +7,29 @@ add_executable(bench_match bench_match.c ${PROJECT_SOURCE_DIR}/src/ptl/match.c)
 target_include_directories(bench_match PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(bench_match PRIVATE xp_util)
 set_target_properties(bench_match PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+
+# Smoke runs of the Portals benchmarks (tiny sizes, a second or so each):
+# they catch a benchmark that no longer runs, not performance changes.
+if(XP_BUILD_BENCH AND TARGET xprun)
+  set(_xp_bench_smoke
+    "ptl_pingpong|--max-size 4k --iters 50 --reps 2"
+    "ptl_pingpong|--me --max-size 64 --iters 50 --reps 2"
+    "ptl_match_pingpong|--posted 100 --iters 50 --reps 2"
+    "ptl_bw|--max-size 64k --iters 5 --reps 2"
+    "ptl_msgrate|--iters 5 --reps 2"
+    "ptl_atomic_lat|--iters 50 --reps 2"
+    "ptl_unexpected|--queue 1000 --reps 2")
+  set(_i 0)
+  foreach(_spec ${_xp_bench_smoke})
+    string(REPLACE "|" ";" _parts "${_spec}")
+    list(GET _parts 0 _prog)
+    list(GET _parts 1 _argstr)
+    separate_arguments(_args UNIX_COMMAND "${_argstr}")
+    if(EXISTS ${PROJECT_SOURCE_DIR}/bench/${_prog}.c)
+      add_test(NAME bench_smoke_${_prog}_${_i}
+               COMMAND $<TARGET_FILE:xprun> -n 2 --timeout 30 $<TARGET_FILE:${_prog}> ${_args})
+      set_tests_properties(bench_smoke_${_prog}_${_i} PROPERTIES TIMEOUT 40 LABELS "mp;bench")
+    endif()
+    math(EXPR _i "${_i} + 1")
+  endforeach()
+endif()
