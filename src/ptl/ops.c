@@ -181,9 +181,7 @@ static void send_done(xp_md_t *md, ptl_ni_fail_t fail, void *user_ptr, const xp_
                       ptl_size_t local_offset)
 {
     md_event(md, PTL_EVENT_SEND, fail, user_ptr, h, local_offset);
-    md_count(md, PTL_MD_EVENT_CT_SEND, fail == PTL_NI_OK, h ? h->rlength : 0);
-    if (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))
-        xp_ptl_notify();
+    md_count(md, PTL_MD_EVENT_CT_SEND, fail == PTL_NI_OK, h ? h->rlength : 0); /* wakes */
 }
 
 typedef struct send_ev {

@@ -18,6 +18,10 @@ int xp_ptl_progress(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     int n;
+    /* Waiters call this in their spin loop: look before taking the lock,
+     * so an idle poll is a few loads and no locked instruction. */
+    if (!xp_tl_pending() && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
+        return 0;
     if (pthread_mutex_trylock(&st->poll_lock) != 0)
         return 0;
     n = xp_tl_progress();

@@ -110,9 +110,12 @@ static void target_events(req_t *r)
     xp_le_t *le = r->le;
     ptl_event_t ev;
     int ok = r->fail == PTL_NI_OK;
-    fill_event(r, &ev, event_kind(r->h->type));
-    if (r->pt->eq && !(le->options & PTL_ME_EVENT_COMM_DISABLE) &&
-        !(ok && (le->options & PTL_ME_EVENT_SUCCESS_DISABLE)))
+    int post = r->pt->eq && !(le->options & PTL_ME_EVENT_COMM_DISABLE) &&
+               !(ok && (le->options & PTL_ME_EVENT_SUCCESS_DISABLE));
+    /* Building the event is most of this function's cost: only when used. */
+    if (post || r->uh)
+        fill_event(r, &ev, event_kind(r->h->type));
+    if (post)
         xp_pt_post_event(r->pt, &ev);
     /* A message landing in an entry is a communication event whichever list
      * the entry is on; EVENT_CT_OVERFLOW counts the *_OVERFLOW events that a
@@ -121,8 +124,7 @@ static void target_events(req_t *r)
         if (ok)
             xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? r->mlength : 1, 0);
         else
-            xp_ct_add(le->ct, 0, 1);
-        xp_ptl_notify();
+            xp_ct_add(le->ct, 0, 1); /* xp_ct_add wakes the waiters */
     }
     /* Remember messages that landed in the overflow list for a later append. */
     if (r->uh) {
