@@ -24,6 +24,9 @@
 #define LIM_TRIGGERED    (1 << 16)
 #define LIM_ATOMIC       512
 
+_Static_assert(XP_PTL_NI_SLOTS <= XP_HANDLE_MAX_NIS, "an NI slot must fit the handle's NI field");
+_Static_assert(XP_PTL_NI_SLOTS <= 256, "the packet header carries the NI slot in 8 bits");
+
 static size_t min_inline(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();

@@ -20,7 +20,11 @@
 #include "portals4.h"
 #include "xportals/status.h"
 
-#define XP_PTL_MAX_IFACES 2 /* handles hold a 3-bit NI slot */
+/* Interfaces 0..XP_PTL_MAX_IFACES-1 (Open MPI's btl/portals4 opens one per
+ * "card", 0..max_btls-1). Each has 4 kinds, so 16 NI slots: exactly what the
+ * 4-bit NI field of a handle can name (handle.h). PtlNIInit on a higher
+ * interface is PTL_ARG_INVALID (not a valid network interface). */
+#define XP_PTL_MAX_IFACES 4
 #define XP_PTL_NI_SLOTS   (XP_PTL_MAX_IFACES * 4)
 
 /* Object kinds counted against the NI's limits. */
