@@ -82,7 +82,7 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
 {
     xp_ptl_state_t *st = xp_ptl_state();
     wait_ctx_t w = { pred, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st };
-    long spins = xp_config()->spin_count * 4 + 1;
+    long spins = xp_tl_spin_count() * 4 + 1;
     xp_status_t rc = XP_OK;
 
     if (pred(arg))

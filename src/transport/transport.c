@@ -7,6 +7,7 @@
  * transport that reaches it, resolved once at init into a route table so a
  * send is an array index and one indirect call.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,11 @@
 
 #define TL_MAX_OPEN 8
 #define TL_POLL_BUDGET 64
+/* Polls before sleeping when this node runs more ranks than we have CPUs:
+ * then a spinning waiter only keeps the rank it waits for off the CPU, so
+ * it should sleep after about a microsecond (the futex wake-up costs a few;
+ * spinning costs a time slice). */
+#define TL_OVERSUB_SPINS 16
 
 #define XP_TL_OPS_(name) &xp_tl_##name##_ops,
 static const xp_tl_ops_t *const registry[] = {XP_TL_LIST(XP_TL_OPS_)};
@@ -51,6 +57,7 @@ struct xp_tl_state {
     tl_open_t open[TL_MAX_OPEN];
     tl_route_t *routes;      /* one per rank */
     xp_doorbell_t local_doorbell; /* when no transport offers a shared one */
+    long spins;              /* xp_tl_spin_count() */
 };
 
 const char *const *xp_tl_names(void)
@@ -147,6 +154,28 @@ static void build_routes(struct xp_tl_state *st)
     }
 }
 
+/* XP_SPIN_COUNT, unless the node is oversubscribed and the user did not
+ * set it: more local ranks than CPUs this process may run on. */
+static long choose_spins(void)
+{
+    long spins = xp_config()->spin_count;
+    cpu_set_t set;
+    int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (!xp_ctx.config_set[XP_CFG_IDX_spin_count] && ncpu > 0 && xp_local_size() > ncpu &&
+        spins > TL_OVERSUB_SPINS) {
+        xp_info("%d local ranks on %d CPUs: waiters spin %d polls before sleeping",
+                xp_local_size(), ncpu, TL_OVERSUB_SPINS);
+        spins = TL_OVERSUB_SPINS;
+    }
+    return spins;
+}
+
+long xp_tl_spin_count(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    return st ? st->spins : xp_config()->spin_count;
+}
+
 xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg)
 {
     if (!recv)
@@ -167,6 +196,7 @@ xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg)
     if (s != XP_OK)
         goto err_close;
     build_routes(st);
+    st->spins = choose_spins();
     xp_ctx.tl = st;
     return XP_OK;
 err_close:
@@ -306,7 +336,7 @@ xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
         return XP_ERR_NOT_INIT;
     if (!pred)
         pred = pending_pred;
-    long spins = xp_config()->spin_count;
+    long spins = st->spins;
     for (long i = 0; i < spins; i++) {
         if (pred(arg))
             return XP_OK;
