@@ -48,9 +48,13 @@ enum ptl_retvals {
     PTL_PT_FULL,         /* no free portal table entry */
     PTL_PT_EQ_NEEDED,    /* PTL_PT_FLOWCTRL requested without an event queue */
     PTL_PT_IN_USE,       /* the requested portal table index is taken */
-    PTL_ABORTED          /* Xportals: the operation was cancelled by PtlAbort */
+    PTL_ABORTED,         /* Xportals: the operation was cancelled by PtlAbort */
+    /* Codes of the 4.0 drafts, kept so that older clients' switch statements
+     * still compile; this library never returns them. */
+    PTL_NI_NOT_LOGICAL,  /* 4.0: a logical-NI call on a physical NI (now PTL_ARG_INVALID) */
+    PTL_SIZE_INVALID     /* 4.0: a map size differing from an earlier one (now PTL_ARG_INVALID) */
 };
-#define PTL_STATUS_LAST (PTL_ABORTED + 1)
+#define PTL_STATUS_LAST (PTL_SIZE_INVALID + 1)
 
 /* ------------------------------------------------------------------ base types */
 

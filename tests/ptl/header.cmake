@@ -1,0 +1,25 @@
+# Header and reference-suite conformance: include/portals4.h offers what
+# Portals 4 clients use, builds as C99 and C++, and the installed library
+# works the way clients build against it.
+xp_test(test_header SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_header.c
+        LIBS portals TIMEOUT 30 LABELS ptl header)
+# A prototype that differs from the clients' must stop the build, not warn.
+target_compile_options(test_header PRIVATE -Werror=incompatible-pointer-types
+                       -Werror=discarded-qualifiers)
+
+# Compile-only checks of the header alone: ISO C99 without GNU extensions,
+# and C++ (extern "C", exact prototypes). Run as tests so that a missing C++
+# compiler skips instead of breaking the build.
+add_test(NAME header_c99
+         COMMAND ${CMAKE_C_COMPILER} -std=c99 -pedantic-errors -Wall -Wextra -Werror
+                 -fsyntax-only -I${PROJECT_SOURCE_DIR}/include
+                 ${CMAKE_CURRENT_LIST_DIR}/header_c99.c)
+set_tests_properties(header_c99 PROPERTIES TIMEOUT 30 LABELS "unit;ptl;header")
+find_program(XP_CXX_FOR_HEADER_TEST NAMES c++ g++ clang++)
+if(XP_CXX_FOR_HEADER_TEST)
+  add_test(NAME header_cxx
+           COMMAND ${XP_CXX_FOR_HEADER_TEST} -std=c++11 -pedantic-errors -Wall -Wextra -Werror
+                   -fsyntax-only -I${PROJECT_SOURCE_DIR}/include
+                   ${CMAKE_CURRENT_LIST_DIR}/header_cxx.cpp)
+  set_tests_properties(header_cxx PROPERTIES TIMEOUT 30 LABELS "unit;ptl;header")
+endif()
