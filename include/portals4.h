@@ -527,8 +527,11 @@ PTL_EXPORT int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_c
 PTL_EXPORT int PtlStartBundle(ptl_handle_ni_t ni_handle);
 /* End of a burst: deferred operations are issued. */
 PTL_EXPORT int PtlEndBundle(ptl_handle_ni_t ni_handle);
-/* PTL_OK if both handles name the same object (or both are the same constant),
- * PTL_FAIL otherwise. */
+/* Non-zero (1) if both handles name the same object (or are the same
+ * constant), 0 otherwise: the reference implementation's boolean, which
+ * clients rely on (`if (!PtlHandleIsEqual(h, PTL_INVALID_HANDLE))` means "h
+ * is valid"). The specification's text says PTL_OK / PTL_FAIL, which would
+ * invert that test since PTL_OK is 0. */
 PTL_EXPORT int PtlHandleIsEqual(ptl_handle_any_t handle1, ptl_handle_any_t handle2);
 /* Interrupt every thread of this process blocked in PtlEQWait/PtlEQPoll/
  * PtlCTWait/PtlCTPoll: they return PTL_INTERRUPTED. Used before tearing down

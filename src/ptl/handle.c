@@ -230,6 +230,11 @@ uint32_t xp_handle_collect(xp_handle_table_t *t, int ni, ptl_handle_any_t *out, 
 int PtlHandleIsEqual(ptl_handle_any_t handle1, ptl_handle_any_t handle2)
 {
     /* Handles are unique while their object lives and constants are
-     * distinct values, so equality of objects is equality of values. */
-    return handle1 == handle2 ? PTL_OK : PTL_FAIL;
+     * distinct values, so equality of objects is equality of values.
+     * Non-zero when equal, as the reference implementation and Bull's BXI
+     * return it: every client tests it as a boolean
+     * (`if (!PtlHandleIsEqual(h, PTL_INVALID_HANDLE)) release(h);` in SOS and
+     * Open MPI), which the specification's PTL_OK (== 0) for "equal" would
+     * invert. */
+    return handle1 == handle2;
 }

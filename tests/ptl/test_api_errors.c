@@ -172,7 +172,7 @@ static void ni_init_fini(void)
     XP_CHECK_EQ(PtlNIInit(0, opts[0], PTL_PID_ANY, &want, &lim2, &again), PTL_OK);
     XP_CHECK_EQ(again, h[0]);
     XP_CHECK_EQ(lim2.max_entries, 3);
-    XP_CHECK_EQ(PtlHandleIsEqual(again, h[0]), PTL_OK);
+    XP_CHECK_EQ(PtlHandleIsEqual(again, h[0]), 1);
     XP_CHECK_EQ(PtlNIFini(again), PTL_OK); /* one reference left */
     ptl_process_t id;
     XP_CHECK_EQ(PtlGetId(h[0], &id), PTL_OK);
@@ -612,10 +612,10 @@ static void handles_and_bundles(ptl_handle_ni_t ni)
     ptl_handle_ct_t a, b;
     XP_REQUIRE(PtlCTAlloc(ni, &a) == PTL_OK);
     XP_REQUIRE(PtlCTAlloc(ni, &b) == PTL_OK);
-    XP_CHECK_EQ(PtlHandleIsEqual(a, a), PTL_OK);
-    XP_CHECK_EQ(PtlHandleIsEqual(a, b), PTL_FAIL);
-    XP_CHECK_EQ(PtlHandleIsEqual(PTL_INVALID_HANDLE, PTL_INVALID_HANDLE), PTL_OK);
-    XP_CHECK_EQ(PtlHandleIsEqual(PTL_EQ_NONE, PTL_CT_NONE), PTL_FAIL);
+    XP_CHECK_EQ(PtlHandleIsEqual(a, a), 1);
+    XP_CHECK_EQ(PtlHandleIsEqual(a, b), 0);
+    XP_CHECK_EQ(PtlHandleIsEqual(PTL_INVALID_HANDLE, PTL_INVALID_HANDLE), 1);
+    XP_CHECK_EQ(PtlHandleIsEqual(PTL_EQ_NONE, PTL_CT_NONE), 0);
     XP_CHECK_EQ(PtlCTFree(a), PTL_OK);
     XP_CHECK_EQ(PtlCTFree(b), PTL_OK);
 

@@ -16,10 +16,10 @@ static void test_encoding(void)
     XP_CHECK_EQ(xp_handle_type_of(h), XP_HANDLE_CT);
     XP_CHECK_EQ(xp_handle_ni_of(h), 13);
     XP_CHECK_EQ(xp_handle_index_of(h), 1234);
-    XP_CHECK_EQ(PtlHandleIsEqual(h, h), PTL_OK);
-    XP_CHECK_EQ(PtlHandleIsEqual(h, h + 1), PTL_FAIL);
-    XP_CHECK_EQ(PtlHandleIsEqual(PTL_INVALID_HANDLE, PTL_INVALID_HANDLE), PTL_OK);
-    XP_CHECK_EQ(PtlHandleIsEqual(PTL_EQ_NONE, PTL_CT_NONE), PTL_FAIL);
+    XP_CHECK_EQ(PtlHandleIsEqual(h, h), 1);
+    XP_CHECK_EQ(PtlHandleIsEqual(h, h + 1), 0);
+    XP_CHECK_EQ(PtlHandleIsEqual(PTL_INVALID_HANDLE, PTL_INVALID_HANDLE), 1);
+    XP_CHECK_EQ(PtlHandleIsEqual(PTL_EQ_NONE, PTL_CT_NONE), 0);
 }
 
 static void test_basic(void)

@@ -303,6 +303,11 @@ static void check_ni(unsigned options)
 
     XP_CHECK_EQ(PtlNIHandle(ni, &owner), PTL_OK);
     XP_CHECK_EQ(owner, ni);
+    /* Clients test PtlHandleIsEqual as a boolean: `!PtlHandleIsEqual(h,
+     * PTL_INVALID_HANDLE)` must mean "h is a live handle". */
+    XP_CHECK(!PtlHandleIsEqual(ni, PTL_INVALID_HANDLE));
+    XP_CHECK(PtlHandleIsEqual(owner, ni));
+    XP_CHECK(!PtlHandleIsEqual(PTL_EQ_NONE, PTL_CT_NONE));
 
     ptl_uid_t uid;
     ptl_jid_t jid;
