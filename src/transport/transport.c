@@ -7,9 +7,9 @@
  * transport that reaches it, resolved once at init into a route table so a
  * send is an array index and one indirect call.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "transport/shmheap.h"
 #include "transport/tl_list.h"
@@ -155,15 +155,15 @@ static void build_routes(struct xp_tl_state *st)
 }
 
 /* XP_SPIN_COUNT, unless the node is oversubscribed and the user did not
- * set it: more local ranks than CPUs this process may run on. */
+ * set it: more local ranks than online CPUs. (Not this process's affinity
+ * mask: launchers such as xprun bind each rank to one CPU.) */
 static long choose_spins(void)
 {
     long spins = xp_config()->spin_count;
-    cpu_set_t set;
-    int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (!xp_ctx.config_set[XP_CFG_IDX_spin_count] && ncpu > 0 && xp_local_size() > ncpu &&
         spins > TL_OVERSUB_SPINS) {
-        xp_info("%d local ranks on %d CPUs: waiters spin %d polls before sleeping",
+        xp_info("%d local ranks on %ld CPUs: waiters spin %d polls before sleeping",
                 xp_local_size(), ncpu, TL_OVERSUB_SPINS);
         spins = TL_OVERSUB_SPINS;
     }
