@@ -11,7 +11,9 @@
 #include "util/context.h"
 #include "util/log.h"
 
-#define XP_PTL_MAX_OBJECTS (1u << 16)
+/* MDs, LEs and MEs of all NIs together: as many as a handle can name (ni.c
+ * grants max_entries / max_mds up to this). */
+#define XP_PTL_MAX_OBJECTS XP_HANDLE_MAX_OBJECTS
 
 /* The state is created once and kept for the life of the process (PtlFini
  * only drops it back to "not initialised"), so its locks are always valid. */

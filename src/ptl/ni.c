@@ -24,6 +24,15 @@
 #define LIM_TRIGGERED    (1 << 16)
 #define LIM_ATOMIC       512
 
+/* Desired limits above the defaults are granted up to these. Entries and MDs
+ * are named by handles of process-wide tables (handle.h: 17-bit index, shared
+ * by every NI); unexpected headers and list length only cost memory (a full
+ * 10^5-message unexpected queue, the offload paper's worst case, is ~25 MB). */
+#define HARD_ENTRIES     XP_HANDLE_MAX_OBJECTS
+#define HARD_MDS         XP_HANDLE_MAX_OBJECTS
+#define HARD_UH          (1 << 26)
+#define HARD_LIST        (1 << 26)
+
 _Static_assert(XP_PTL_NI_SLOTS <= XP_HANDLE_MAX_NIS, "an NI slot must fit the handle's NI field");
 _Static_assert(XP_PTL_NI_SLOTS <= 256, "the packet header carries the NI slot in 8 bits");
 
@@ -74,21 +83,29 @@ static void default_limits(ptl_ni_limits_t *l)
             l->f = d->f;                                                       \
     } while (0)
 
-/* Desired limits lower ours (never below the specification's minimums);
- * features are granted when we support them. */
+/* Limits we can raise: the desired value replaces ours, up to `hard`. */
+#define GRANT_INT(f, hard)                                                     \
+    do {                                                                       \
+        if (d->f > 0)                                                          \
+            l->f = d->f < (int)(hard) ? d->f : (int)(hard);                    \
+    } while (0)
+
+/* Desired limits lower ours (never below the specification's minimums), or
+ * raise the memory-only ones up to their hard caps; features are granted
+ * when we support them. */
 static void negotiate(ptl_ni_limits_t *l, const ptl_ni_limits_t *d)
 {
     if (!d)
         return;
-    CLAMP_INT(max_entries);
-    CLAMP_INT(max_unexpected_headers);
-    CLAMP_INT(max_mds);
+    GRANT_INT(max_entries, HARD_ENTRIES);
+    GRANT_INT(max_unexpected_headers, HARD_UH);
+    GRANT_INT(max_mds, HARD_MDS);
     CLAMP_INT(max_cts);
     CLAMP_INT(max_eqs);
     if (d->max_pt_index >= 63 && d->max_pt_index < l->max_pt_index)
         l->max_pt_index = d->max_pt_index;
     CLAMP_INT(max_iovecs);
-    CLAMP_INT(max_list_size);
+    GRANT_INT(max_list_size, HARD_LIST);
     CLAMP_INT(max_triggered_ops);
     if (d->max_msg_size > 0 && d->max_msg_size < l->max_msg_size)
         l->max_msg_size = d->max_msg_size;
