@@ -23,3 +23,15 @@ if(XP_CXX_FOR_HEADER_TEST)
                    ${CMAKE_CURRENT_LIST_DIR}/header_cxx.cpp)
   set_tests_properties(header_cxx PROPERTIES TIMEOUT 30 LABELS "unit;ptl;header")
 endif()
+
+# Install into a temporary prefix and build/run a client against it the way
+# clients do (-I/-L/-lportals and pkg-config portals4), under the installed
+# xprun. Needs the whole tree built (cmake --install copies every target).
+if(TARGET xprun)
+  add_test(NAME install_client
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/install_check.sh ${PROJECT_BINARY_DIR}
+                   ${CMAKE_C_COMPILER} ${CMAKE_CURRENT_LIST_DIR}/install_client.c)
+  set_tests_properties(install_client PROPERTIES TIMEOUT 120
+                       ENVIRONMENT "CMAKE_COMMAND=${CMAKE_COMMAND}"
+                       LABELS "install;header")
+endif()
