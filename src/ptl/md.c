@@ -1,4 +1,5 @@
 /* ptl/md.c - memory descriptors (PtlMDBind/Release) and region helpers. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,14 @@
 #include "ptl/md.h"
 #include "ptl/progress.h"
 #include "util/log.h"
+
+/* Address `off` bytes into a contiguous region, computed on integers: the
+ * whole-address-space region starts at NULL, and an event may name an
+ * offset past the end that a peer sent (C leaves both undefined on pointers). */
+static inline char *contiguous_at(const xp_region_t *r, ptl_size_t off)
+{
+    return (char *)((uintptr_t)r->start + off);
+}
 
 xp_status_t xp_region_init(xp_region_t *r, void *start, ptl_size_t length, unsigned options,
                            int max_iovecs)
@@ -51,7 +60,7 @@ int xp_region_iov(const xp_region_t *r, ptl_size_t off, ptl_size_t len, struct i
     if (!r->iov) {
         if (max < 1)
             return -1;
-        out[0].iov_base = r->start + off;
+        out[0].iov_base = contiguous_at(r, off);
         out[0].iov_len = len;
         return 1;
     }
@@ -79,7 +88,7 @@ void xp_region_write(const xp_region_t *r, ptl_size_t off, const void *src, ptl_
     if (len == 0) /* start may be NULL for an empty region (memcpy's NULL is UB) */
         return;
     if (!r->iov) {
-        memcpy(r->start + off, src, len);
+        memcpy(contiguous_at(r, off), src, len);
         return;
     }
     for (int i = 0; i < r->niov && len > 0; i++) {
@@ -102,7 +111,7 @@ void xp_region_read(const xp_region_t *r, ptl_size_t off, void *dst, ptl_size_t 
     if (len == 0)
         return;
     if (!r->iov) {
-        memcpy(dst, r->start + off, len);
+        memcpy(dst, contiguous_at(r, off), len);
         return;
     }
     for (int i = 0; i < r->niov && len > 0; i++) {
@@ -122,7 +131,7 @@ void xp_region_read(const xp_region_t *r, ptl_size_t off, void *dst, ptl_size_t 
 void *xp_region_addr(const xp_region_t *r, ptl_size_t off)
 {
     if (!r->iov)
-        return r->start + off;
+        return contiguous_at(r, off);
     for (int i = 0; i < r->niov; i++) {
         if (off < r->iov[i].iov_len)
             return (char *)r->iov[i].iov_base + off;
