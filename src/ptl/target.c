@@ -353,6 +353,59 @@ static void no_room(req_t *r)
     }
 }
 
+/* RMA: exactly nseg segments (at most what the handler reads) whose lengths
+ * add up to the message length without wrapping. */
+static int segments_ok(const xp_pkt_t *h, const unsigned char *payload, size_t len)
+{
+    uint64_t sum = 0;
+    if (h->nseg > MAX_IOV || len != (size_t)h->nseg * sizeof(xp_seg_t))
+        return 0;
+    for (uint32_t i = 0; i < h->nseg; i++) {
+        xp_seg_t s;
+        memcpy(&s, payload + (size_t)i * sizeof(s), sizeof(s));
+        if (s.len > UINT64_MAX - sum)
+            return 0;
+        sum += s.len;
+    }
+    return sum == h->rlength;
+}
+
+/* Atomics: a valid (op, type) pair for the call it came from, whole
+ * elements within the NI's atomic size, the operand (swap family) and the
+ * data exactly filling the payload. */
+static int atomic_ok(const xp_ni_t *ni, const xp_pkt_t *h, size_t len)
+{
+    int kind = h->type == XP_PKT_ATOMIC  ? XP_ATOMIC_PLAIN
+               : h->type == XP_PKT_FETCH ? XP_ATOMIC_FETCH
+                                         : XP_ATOMIC_SWAP;
+    ptl_size_t max = kind == XP_ATOMIC_PLAIN ? ni->limits.max_atomic_size
+                                             : ni->limits.max_fetch_atomic_size;
+    size_t oplen = 0;
+    if (h->rlength > max || xp_atomic_check((ptl_op_t)h->atomic_op, (ptl_datatype_t)h->atomic_type,
+                                            (size_t)h->rlength, kind) != XP_OK)
+        return 0;
+    if (kind == XP_ATOMIC_SWAP && h->atomic_op != PTL_SWAP)
+        oplen = xp_atomic_type_size((ptl_datatype_t)h->atomic_type);
+    return h->nseg == oplen && len == oplen + h->rlength;
+}
+
+/* A request must carry exactly what its header announces. Anything else
+ * comes from a corrupt or hostile peer and is dropped before a length,
+ * segment or operand of it is trusted. */
+static int request_ok(const xp_ni_t *ni, int src, const xp_pkt_t *h, const unsigned char *payload,
+                      size_t len)
+{
+    if (h->type == XP_PKT_PUT || h->type == XP_PKT_GET) {
+        if (h->flags & XP_PKT_F_RMA)
+            return segments_ok(h, payload, len);
+        if (h->type == XP_PKT_PUT)
+            return len == h->rlength;
+        /* An inline reply must fit one packet back. */
+        return len == 0 && h->rlength <= xp_eng_inline_max(src);
+    }
+    return !(h->flags & XP_PKT_F_RMA) && atomic_ok(ni, h, len);
+}
+
 static void handle_request(int src, const xp_pkt_t *h, const void *payload, size_t len)
 {
     req_t r;
@@ -366,6 +419,12 @@ static void handle_request(int src, const xp_pkt_t *h, const void *payload, size
         /* No such NI here: as good as unreachable. */
         r.fail = PTL_NI_UNDELIVERABLE;
         answer(&r, NULL, 0, 0);
+        return;
+    }
+    if (!request_ok(r.ni, src, h, r.payload, len)) {
+        xp_error("malformed request (type %u, length %llu, %zu payload bytes) from rank %d "
+                 "dropped", h->type, (unsigned long long)h->rlength, len, src);
+        reject(&r, PTL_NI_DROPPED, PTL_SR_DROP_COUNT);
         return;
     }
     r.pt = xp_pt_get(r.ni, h->pt_index);
@@ -431,6 +490,10 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
 {
     xp_pkt_t h;
     (void)arg;
+    if (src_rank < 0 || src_rank >= xp_ptl_state()->size) {
+        xp_error("packet from rank %d, which is not in the job, dropped", src_rank);
+        return;
+    }
     if (len < sizeof(h)) {
         xp_error("short packet (%zu bytes) from rank %d dropped", len, src_rank);
         return;
