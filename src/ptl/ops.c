@@ -220,6 +220,13 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
         xp_debug("answer from rank %d for a released MD %#x dropped", src_rank, h->md_handle);
         return;
     }
+    /* Only the poll-lock holder takes answers, so pending cannot drop to 0
+     * under us: an MD that expects no answer gets none from a sane peer. */
+    if (!__atomic_load_n(&md->pending, __ATOMIC_ACQUIRE)) {
+        xp_error("answer from rank %d for MD %#x, which expects none, dropped", src_rank,
+                 h->md_handle);
+        return;
+    }
     if (h->type == XP_PKT_ACK) {
         if (h->flags & XP_PKT_F_SENDEV)
             send_done(md, PTL_NI_OK, user_ptr, h, h->local_offset);
@@ -242,12 +249,20 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
         }
     } else {
         /* REPLY: inline data lands in the MD now (RMA data is already there). */
+        ptl_ni_fail_t fail = h->fail;
         if (ok && len > 0 && !(h->flags & XP_PKT_F_RMA)) {
             size_t n = len < h->mlength ? len : h->mlength;
-            xp_region_write(&md->region, h->local_offset, payload, n);
+            /* The echoed offset is the peer's word: never write outside the MD. */
+            if (h->local_offset <= md->region.length && n <= md->region.length - h->local_offset) {
+                xp_region_write(&md->region, h->local_offset, payload, n);
+            } else {
+                xp_error("reply from rank %d outside MD %#x (offset %llu, %zu bytes) not written",
+                         src_rank, h->md_handle, (unsigned long long)h->local_offset, n);
+                fail = PTL_NI_SEGV;
+            }
         }
-        md_event(md, PTL_EVENT_REPLY, h->fail, user_ptr, h, h->local_offset);
-        md_count(md, PTL_MD_EVENT_CT_REPLY, ok, h->mlength);
+        md_event(md, PTL_EVENT_REPLY, fail, user_ptr, h, h->local_offset);
+        md_count(md, PTL_MD_EVENT_CT_REPLY, fail == PTL_NI_OK, h->mlength);
     }
     xp_ptl_notify();
     __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
