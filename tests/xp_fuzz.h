@@ -40,11 +40,17 @@ static inline void xp_rng_fill(xp_rng_t *r, void *p, size_t n)
         b[i] = (unsigned char)xp_rng_next(r);
 }
 
-/* Silence stderr (returns the saved descriptor for xp_fuzz_loud). */
+/* Sanitizer runtimes provide this; reports keep going to the real stderr. */
+extern void __sanitizer_set_report_fd(void *fd) __attribute__((weak));
+
+/* Silence stderr (returns the saved descriptor for xp_fuzz_loud); sanitizer
+ * reports still reach the original stderr. */
 static inline int xp_fuzz_quiet(void)
 {
     fflush(stderr);
     int saved = dup(STDERR_FILENO);
+    if (saved >= 0 && __sanitizer_set_report_fd)
+        __sanitizer_set_report_fd((void *)(intptr_t)saved);
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
         dup2(null, STDERR_FILENO);
@@ -59,6 +65,8 @@ static inline void xp_fuzz_loud(int saved)
         return;
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
+    if (__sanitizer_set_report_fd)
+        __sanitizer_set_report_fd((void *)(intptr_t)STDERR_FILENO);
     close(saved);
 }
 
