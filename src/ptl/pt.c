@@ -257,7 +257,11 @@ static void uh_deliver(xp_pt_t *pt, xp_le_t *le, xp_uh_t *uh, int search, ptl_se
     if (!(le->options & PTL_ME_EVENT_OVER_DISABLE) &&
         !(le->options & PTL_ME_EVENT_COMM_DISABLE))
         xp_pt_post_event(pt, &ev);
-    if (le->ct && (le->options & PTL_ME_EVENT_CT_OVERFLOW) && !search) {
+    /* A SEARCH_DELETE consumes the message as an append would, and the spec
+     * has searches generate events "just as an append": count it. A
+     * SEARCH_ONLY leaves the message for a later entry, which counts it. */
+    if (le->ct && (le->options & PTL_ME_EVENT_CT_OVERFLOW) &&
+        (!search || op == PTL_SEARCH_DELETE)) {
         if (ev.ni_fail_type == PTL_NI_OK)
             xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? ev.mlength : 1, 0);
         else
