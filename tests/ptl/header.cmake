@@ -35,3 +35,10 @@ if(TARGET xprun)
                        ENVIRONMENT "CMAKE_COMMAND=${CMAKE_COMMAND}"
                        LABELS "install;header")
 endif()
+
+# Behaviours the reference implementation's test suite (test/basic) checks,
+# in our own tests.
+if(TARGET xprun)
+  xp_mp_test(ref_search_counters NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/ref_search_counters.c
+             LIBS portals TIMEOUT 30 LABELS ptl header)
+endif()
