@@ -120,6 +120,7 @@ typedef struct xp_ptl_state {
     pthread_mutex_t poll_lock;     /* one thread handles packets at a time */
     uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
     int active_waiters;            /* app threads spinning in xp_ptl_wait_until */
+    int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
     uint32_t park_word;            /* progress thread parks here while app threads spin */
     /* deferred answers */
     pthread_mutex_t defer_lock;

@@ -33,15 +33,23 @@ int xp_ptl_progress(void)
 
 /* Called on every CT/EQ update, so it must not write the doorbell's cache
  * line when nobody sleeps: peers read `sleepers` on that line in every send
- * to us, and a write here made each of their sends miss it. The fence orders
- * the caller's update before the look (a sleeper bumps `sleepers` before its
- * last check of the condition). */
+ * to us, and a write here made each of their sends miss it. Only application
+ * threads asleep in xp_ptl_wait_until wait for local updates: the progress
+ * thread sleeps for arrivals (they ring for themselves) and deferred answers,
+ * so ringing for it cost every local update a futex wake plus a wake-up and
+ * re-sleep of that thread (ptl_unexpected: ~1 us per match once the progress
+ * thread had gone to sleep). The fence orders the caller's update before the
+ * look (a sleeper bumps app_sleepers before its last check of the condition). */
 void xp_ptl_notify(void)
 {
+    xp_ptl_state_t *st = xp_ptl_state();
     xp_doorbell_t *db = xp_tl_doorbell();
     if (!db)
         return;
     xp_fence();
+    if (!__atomic_load_n(&st->app_sleepers, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&st->defer_count, __ATOMIC_RELAXED))
+        return;
     if (__atomic_load_n(&db->sleepers, __ATOMIC_RELAXED))
         xp_doorbell_ring(db);
 }
@@ -100,11 +108,17 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
     }
     __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
     /* Passive phase: sleep on the doorbell; arrivals and local updates ring
-     * it. xp_tl_wait (not xp_doorbell_wait): with XP_SHM_ASYM_FENCE the
-     * sleeper's membarrier is what makes fence-free senders safe. */
+     * it (the latter only while app_sleepers > 0: xp_ptl_notify). The fence
+     * pairs with notify's: either it sees us here or our next check of the
+     * predicate sees its update. xp_tl_wait (not xp_doorbell_wait): with
+     * XP_SHM_ASYM_FENCE the sleeper's membarrier is what makes fence-free
+     * senders safe. */
+    __atomic_add_fetch(&st->app_sleepers, 1, __ATOMIC_SEQ_CST);
+    xp_fence();
     do
         rc = xp_tl_wait(sleep_pred, &w, deadline_ns);
     while (rc == XP_OK && !wait_pred(&w));
+    __atomic_sub_fetch(&st->app_sleepers, 1, __ATOMIC_ACQ_REL);
     goto check;
 done_active:
     __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
@@ -169,7 +183,10 @@ void xp_ptl_progress_stop(void)
     __atomic_store_n(&st->progress_stop, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&st->park_word, 1, __ATOMIC_ACQ_REL);
     xp_futex_wake(&st->park_word, INT_MAX);
-    xp_ptl_notify();
+    /* The thread may sleep on the doorbell, which xp_ptl_notify no longer
+     * rings for it: ring it directly. */
+    if (xp_tl_doorbell())
+        xp_doorbell_ring(xp_tl_doorbell());
     pthread_join(st->progress_thread, NULL);
     st->progress_running = 0;
 }
