@@ -30,6 +30,14 @@ uint64_t xp_pt_source_of(xp_ni_t *ni, int rank)
     return p.rank;
 }
 
+/* Events that the application's own calls generate (LINK, AUTO_UNLINK of a
+ * use-once append consumed at once, *_OVERFLOW and SEARCH from appends and
+ * searches) take no reserved room: PtlMEAppend/PtlLEAppend/Search have no
+ * return code for a full EQ, and blocking could stall the very thread that
+ * drains it, so such an event is dropped and the loss is reported by
+ * PTL_EQ_DROPPED on the next event (eq.c). On a PTL_PT_FLOWCTRL PT
+ * incoming messages still keep one slot for PT_DISABLED (target.c
+ * reserve_resources), but these events may take that slot too. */
 void xp_pt_post_event(xp_pt_t *pt, const ptl_event_t *ev)
 {
     if (pt->eq) {
@@ -238,6 +246,10 @@ void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events)
                     PTL_LE_EVENT_CT_COMM | PTL_LE_EVENT_CT_OVERFLOW | PTL_LE_EVENT_CT_BYTES | \
                     PTL_LE_AUTH_USE_JID)
 #define ME_OPTIONS (PTL_ME_APPEND_OPTIONS_MASK | PTL_IOVEC)
+/* PTL_ME_MAY_ALIGN is accepted and ignored: the specification makes it a
+ * permission (with MANAGE_LOCAL, the implementation MAY place each message at
+ * an aligned offset), not a requirement, so packing messages back to back
+ * (alignment 1) conforms, and wastes no buffer space. */
 
 /* Deliver unexpected header h to a new priority entry (PUT_OVERFLOW & co). */
 static void uh_deliver(xp_pt_t *pt, xp_le_t *le, xp_uh_t *uh, int search, ptl_search_op_t op)
