@@ -15,7 +15,6 @@ struct xp_tl_state;    /* transport/ */
 struct xp_accel_state; /* accel/ */
 struct xp_ptl_state;   /* ptl/ */
 struct xp_xtq_state;   /* xtq/ */
-struct xp_xtq_state;   /* xtq/ */
 struct xp_dt_state;    /* dt/ */
 struct xp_ptl_objects; /* ptl/ (CT, EQ) */
 
@@ -33,7 +32,6 @@ typedef struct xp_context {
     struct xp_tl_state *tl;
     struct xp_accel_state *accel;
     struct xp_ptl_state *ptl;
-    struct xp_xtq_state *xtq;           /* xtq/: lookup tables of each NI */
     struct xp_xtq_state *xtq;           /* xtq/: lookup tables of each NI */
     struct xp_ptl_objects *ptl_objects; /* ptl/handle.c: CT and EQ handle tables */
     struct xp_dt_state *dt;             /* dt/: thread pool, CUDA plugin */
