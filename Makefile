@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh Debian 12 machine:
 #   make demo    install what is missing, build, install into $(PREFIX), run the demo
 #   make check   install what is missing, build, run the whole test suite
-# Plus: make check-sanitize (ASan+UBSan build of the unit tests), make bench.
+# Plus: make check-sanitize (ASan+UBSan build; unit and multi-process tests), make bench.
 PREFIX   ?= $(CURDIR)/_install
 BUILD    ?= $(CURDIR)/build
 JOBS     ?= $(shell nproc)
@@ -37,7 +37,8 @@ check: build
 check-sanitize: deps
 	cmake -S . -B $(BUILD)-asan -DXP_SANITIZE=address,undefined -DXP_ENABLE_CUDA=OFF -DXP_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(BUILD)-asan -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS) -L unit --timeout 300
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/tools/lsan.supp \
+	  ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS) -L "unit|mp" --timeout 300
 
 check-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DXP_SANITIZE=thread -DXP_ENABLE_CUDA=OFF -DXP_BUILD_BENCH=OFF $(CMAKE_ARGS)
