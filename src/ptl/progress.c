@@ -152,6 +152,16 @@ static void *progress_main(void *arg)
         }
         if (xp_ptl_progress() > 0)
             continue;
+        /* Packets pending but the poll lock taken: another thread handles
+         * them (maybe a long single-copy read). Wait for it asleep on the
+         * lock instead of spinning: xprun binds both threads of a rank to
+         * one CPU, and this spin cost a 4 MiB ping-pong 1-2 ms. */
+        if (xp_tl_pending()) {
+            if (pthread_mutex_trylock(&st->poll_lock) != 0)
+                pthread_mutex_lock(&st->poll_lock);
+            pthread_mutex_unlock(&st->poll_lock);
+            continue;
+        }
         xp_tl_wait(thread_pred, st, UINT64_MAX);
         xp_ptl_progress();
     }
