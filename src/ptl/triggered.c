@@ -178,6 +178,19 @@ static int md_handle_plausible(ptl_handle_md_t md)
     return xp_handle_type_of(md) == XP_HANDLE_MD;
 }
 
+/* Where a recorded data operation goes: the arguments every kind shares. */
+static void set_dest(xp_trig_t *t, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                     ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                     ptl_hdr_data_t hdr_data)
+{
+    t->target = target_id;
+    t->pt_index = pt_index;
+    t->match_bits = match_bits;
+    t->remote_offset = remote_offset;
+    t->user_ptr = user_ptr;
+    t->hdr_data = hdr_data;
+}
+
 int PtlTriggeredPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
                     ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
                     ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
@@ -199,12 +212,7 @@ int PtlTriggeredPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size
     t->local_offset = local_offset;
     t->length = length;
     t->ack_req = ack_req;
-    t->target = target_id;
-    t->pt_index = pt_index;
-    t->match_bits = match_bits;
-    t->remote_offset = remote_offset;
-    t->user_ptr = user_ptr;
-    t->hdr_data = hdr_data;
+    set_dest(t, target_id, pt_index, match_bits, remote_offset, user_ptr, hdr_data);
     return trig_post(trig_ct_handle, t);
 }
 
@@ -227,11 +235,7 @@ int PtlTriggeredGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size
     t->md = md_handle;
     t->local_offset = local_offset;
     t->length = length;
-    t->target = target_id;
-    t->pt_index = pt_index;
-    t->match_bits = match_bits;
-    t->remote_offset = remote_offset;
-    t->user_ptr = user_ptr;
+    set_dest(t, target_id, pt_index, match_bits, remote_offset, user_ptr, 0);
     return trig_post(trig_ct_handle, t);
 }
 
@@ -259,12 +263,7 @@ int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_s
     t->local_offset = local_offset;
     t->length = length;
     t->ack_req = ack_req;
-    t->target = target_id;
-    t->pt_index = pt_index;
-    t->match_bits = match_bits;
-    t->remote_offset = remote_offset;
-    t->user_ptr = user_ptr;
-    t->hdr_data = hdr_data;
+    set_dest(t, target_id, pt_index, match_bits, remote_offset, user_ptr, hdr_data);
     t->op = operation;
     t->dt = datatype;
     return trig_post(trig_ct_handle, t);
@@ -303,12 +302,7 @@ static int trig_fetch_like(xp_trig_kind_t kind, ptl_handle_md_t get_md,
     t->md = put_md;
     t->local_offset = local_put_offset;
     t->length = length;
-    t->target = target_id;
-    t->pt_index = pt_index;
-    t->match_bits = match_bits;
-    t->remote_offset = remote_offset;
-    t->user_ptr = user_ptr;
-    t->hdr_data = hdr_data;
+    set_dest(t, target_id, pt_index, match_bits, remote_offset, user_ptr, hdr_data);
     t->op = operation;
     t->dt = datatype;
     /* The operand is read when the operation fires, but the caller's buffer
@@ -376,12 +370,7 @@ int PtlTriggeredXtqPut(ptl_handle_md_t cmd_md_handle, ptl_size_t cmd_offset, ptl
     t->local_get_offset = payload_offset;
     t->length2 = payload_length;
     t->ack_req = ack_req;
-    t->target = target_id;
-    t->pt_index = pt_index;
-    t->match_bits = match_bits;
-    t->remote_offset = remote_offset;
-    t->user_ptr = user_ptr;
-    t->hdr_data = hdr_data;
+    set_dest(t, target_id, pt_index, match_bits, remote_offset, user_ptr, hdr_data);
     return trig_post(trig_ct_handle, t);
 }
 
