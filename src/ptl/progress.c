@@ -13,6 +13,15 @@
 /* How long the progress thread stays parked while application threads spin
  * (it re-checks after this; nobody wakes it, so waiters pay no syscall). */
 #define PARK_NS 1000000ull
+/* Deferred answers wait for room in a peer's ring, and nothing rings our
+ * doorbell when that peer drains it: a thread that would sleep while some
+ * are queued sleeps at most this long, then retries them. */
+#define DEFER_RETRY_NS 50000ull
+
+static int deferred(const xp_ptl_state_t *st)
+{
+    return __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) != 0;
+}
 
 int xp_ptl_progress(void)
 {
@@ -25,9 +34,17 @@ int xp_ptl_progress(void)
     if (pthread_mutex_trylock(&st->poll_lock) != 0)
         return 0;
     n = xp_tl_progress();
-    if (__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
+    int left = deferred(st);
+    if (left) {
         xp_eng_flush_deferred();
+        left = deferred(st);
+    }
     pthread_mutex_unlock(&st->poll_lock);
+    /* Answers still queued (a peer's ring is full): wake a sleeper of this
+     * process (the progress thread) to retry them. Sleepers look at
+     * defer_count after announcing themselves, so this cannot miss one. */
+    if (left)
+        xp_ptl_notify();
     return n;
 }
 
@@ -80,10 +97,31 @@ static int wait_pred(void *arg)
 }
 
 /* Before sleeping: also stay awake for an arrival that another thread's
- * poll may have left behind (xp_tl_wait's contract for pollers). */
-static int sleep_pred(void *arg)
+ * poll may have left behind (xp_tl_wait's contract for pollers) and, in
+ * sleep_pred, for queued answers (retried by a bounded sleep: sleep_once). */
+static int retry_pred(void *arg)
 {
     return wait_pred(arg) || xp_tl_pending();
+}
+
+static int sleep_pred(void *arg)
+{
+    return retry_pred(arg) || deferred(((wait_ctx_t *)arg)->st);
+}
+
+/* One sleep of the passive phase. While answers are queued it lasts at most
+ * DEFER_RETRY_NS (nobody tells us when the peer's ring has room: sleeping
+ * until the deadline deadlocked two inline ranks that both held answers for
+ * each other); the timeout of that short sleep is XP_OK (retry). */
+static xp_status_t sleep_once(wait_ctx_t *w, uint64_t deadline_ns)
+{
+    if (!deferred(w->st))
+        return xp_tl_wait(sleep_pred, w, deadline_ns);
+    uint64_t retry = xp_time_ns() + DEFER_RETRY_NS;
+    if (retry >= deadline_ns)
+        return xp_tl_wait(retry_pred, w, deadline_ns);
+    xp_status_t rc = xp_tl_wait(retry_pred, w, retry);
+    return rc == XP_ERR_TIMEOUT ? XP_OK : rc;
 }
 
 xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
@@ -116,7 +154,7 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
     __atomic_add_fetch(&st->app_sleepers, 1, __ATOMIC_SEQ_CST);
     xp_fence();
     do
-        rc = xp_tl_wait(sleep_pred, &w, deadline_ns);
+        rc = sleep_once(&w, deadline_ns);
     while (rc == XP_OK && !wait_pred(&w));
     __atomic_sub_fetch(&st->app_sleepers, 1, __ATOMIC_ACQ_REL);
     goto check;
@@ -131,14 +169,20 @@ check:
 
 /* ---------------------------------------------------------------- progress thread */
 
-static int thread_pred(void *arg)
+/* The progress thread's reasons to wake, queued answers aside. */
+static int thread_retry_pred(void *arg)
 {
     xp_ptl_state_t *st = arg;
     if (__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE))
         return 1;
     if (__atomic_load_n(&st->active_waiters, __ATOMIC_ACQUIRE))
         return 1;
-    return xp_tl_pending() || __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE);
+    return xp_tl_pending();
+}
+
+static int thread_pred(void *arg)
+{
+    return thread_retry_pred(arg) || deferred(arg);
 }
 
 static void *progress_main(void *arg)
@@ -162,7 +206,10 @@ static void *progress_main(void *arg)
             pthread_mutex_unlock(&st->poll_lock);
             continue;
         }
-        xp_tl_wait(thread_pred, st, UINT64_MAX);
+        if (deferred(st)) /* a peer's ring is full: retry soon, without spinning */
+            xp_tl_wait(thread_retry_pred, st, xp_time_ns() + DEFER_RETRY_NS);
+        else
+            xp_tl_wait(thread_pred, st, UINT64_MAX);
         xp_ptl_progress();
     }
     return NULL;
