@@ -72,6 +72,14 @@ xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *s
  * sleeper issues xp_membarrier_global() instead (asymmetric fence: the rare
  * sleeper pays, not every send). The fence was measured to cut the 8-byte
  * packet rate from ~87 to ~22 M/s on the 2-core development machine. */
+/* Why the asymmetric form is safe: the sleeper increments `sleepers`, then
+ * MEMBARRIER_CMD_GLOBAL_EXPEDITED runs a full barrier on every CPU that runs
+ * a thread of a registered process (a sender that is not running passed one
+ * in its last context switch), then checks the ring. A sender whose load of
+ * `sleepers` came before that barrier had its packet store drained by it,
+ * so the sleeper's check sees the packet; one whose load came after sees
+ * sleepers != 0 and rings. Needs: the sender registered (need_fence is 0
+ * only then) and every sleeper on the doorbell going through xp_tl_wait. */
 static inline void xp_shm_doorbell_ring_fenced(xp_doorbell_t *db, int need_fence)
 {
     if (need_fence)

@@ -60,6 +60,18 @@ xp_status_t xp_wait_until(xp_wait_pred_t pred, void *arg, uint32_t *word, uint64
     }
 }
 
+/*
+ * No lost wake-up, the doorbell's invariant. A sleeper (1) reads seq into
+ * `seen`, (2) increments sleepers, (3) checks its condition, (4) sleeps in
+ * FUTEX_WAIT(seq, seen), and decrements sleepers only after (4) returns.
+ * A waker (a) publishes the condition, (b) fences (store-load), (c) looks at
+ * sleepers and, if nonzero, increments seq and then wakes. With (2)-(3) and
+ * (a)-(c) both store-then-load and ordered by a full barrier, either (3)
+ * sees the publication or (c) sees the sleeper; in the latter case seq moves
+ * after (1), so (4) either finds seq != seen (the kernel compares under its
+ * bucket lock) or is already queued and gets the wake. Reading `seen` after
+ * (3) would lose a ring that falls between (3) and the read.
+ */
 void xp_doorbell_ring(xp_doorbell_t *db)
 {
     __atomic_fetch_add(&db->seq, 1, __ATOMIC_SEQ_CST);
