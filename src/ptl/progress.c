@@ -8,6 +8,7 @@
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/config.h"
+#include "util/context.h"
 #include "util/log.h"
 
 /* How long the progress thread stays parked while application threads spin
@@ -215,12 +216,34 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
+static int pending_pred(void *arg)
+{
+    (void)arg;
+    return xp_tl_pending();
+}
+
+/* The runtime's wait hook with XP_PROGRESS=inline (util/context.h): a rank
+ * blocked in xp_barrier or xp_kv_fence still answers Portals requests. An
+ * MPI-style runtime barrier in the middle of a Portals program is common,
+ * and without this its peers' gets, atomics and acked puts to this rank
+ * hang until it leaves the barrier (test_engine_atomic_np* did). */
+static int runtime_wait_hook(uint64_t max_ns)
+{
+    int n = xp_ptl_progress();
+    if (n > 0)
+        return n;
+    xp_tl_wait(pending_pred, NULL, xp_time_ns() + max_ns);
+    return xp_ptl_progress();
+}
+
 xp_status_t xp_ptl_progress_start(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     int err;
-    if (xp_config()->progress != 0) /* "inline" */
+    if (xp_config()->progress != 0) { /* "inline" */
+        __atomic_store_n(&xp_ctx.runtime_wait_hook, runtime_wait_hook, __ATOMIC_RELEASE);
         return XP_OK;
+    }
     st->progress_stop = 0;
     err = pthread_create(&st->progress_thread, NULL, progress_main, st);
     if (err) {
@@ -235,6 +258,10 @@ xp_status_t xp_ptl_progress_start(void)
 void xp_ptl_progress_stop(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
+    /* Before the transports go: the runtime stops calling into the engine
+     * (a thread still inside the hook while another runs PtlFini is the
+     * application's race, as any Portals call during PtlFini is). */
+    __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE);
     if (!st->progress_running)
         return;
     __atomic_store_n(&st->progress_stop, 1, __ATOMIC_RELEASE);

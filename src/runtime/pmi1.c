@@ -23,6 +23,7 @@
 #include "runtime/kv_codec.h"
 #include "runtime/pmi_wire.h"
 #include "util/clock.h"
+#include "util/context.h"
 #include "util/log.h"
 
 #define KVSNAME_MAX 256
@@ -61,7 +62,14 @@ static xp_status_t write_all(int fd, const char *buf, size_t len)
     return XP_OK;
 }
 
-/* Read one line (without '\n') into line; timeout_ms < 0 waits forever. */
+/* Longest sleep in the progress hook between two looks at the launcher's
+ * socket: what a barrier may take longer with XP_PROGRESS=inline. */
+#define HOOK_SLICE_NS 500000ull
+
+/* Read one line (without '\n') into line; timeout_ms < 0 waits forever.
+ * With a progress hook (XP_PROGRESS=inline, context.h) the wait alternates
+ * a non-blocking look at the socket with the hook, which handles Portals
+ * packets and sleeps on their doorbell for at most HOOK_SLICE_NS. */
 static xp_status_t read_line(pmi1_t *p, char *line, size_t cap, int timeout_ms)
 {
     uint64_t deadline = xp_deadline_ns(timeout_ms);
@@ -92,12 +100,15 @@ static xp_status_t read_line(pmi1_t *p, char *line, size_t cap, int timeout_ms)
             }
             wait = (int)((deadline - now) / 1000000) + 1;
         }
+        int (*hook)(uint64_t) = __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
         struct pollfd pfd = {.fd = p->fd, .events = POLLIN};
-        int r = poll(&pfd, 1, wait);
+        int r = poll(&pfd, 1, hook ? 0 : wait);
         if (r < 0 && errno != EINTR) {
             xp_log_errno(XP_LOG_ERROR, "PMI: poll");
             return XP_ERR_IO;
         }
+        if (r == 0 && hook)
+            hook(HOOK_SLICE_NS);
         if (r <= 0)
             continue;
         ssize_t n = read(p->fd, p->rbuf + p->rlen, sizeof p->rbuf - p->rlen);

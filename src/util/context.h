@@ -8,6 +8,7 @@
 #define XP_UTIL_CONTEXT_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include "util/config.h"
 
 struct xp_runtime;     /* runtime/ */
@@ -35,6 +36,13 @@ typedef struct xp_context {
     struct xp_xtq_state *xtq;           /* xtq/: lookup tables of each NI */
     struct xp_ptl_objects *ptl_objects; /* ptl/handle.c: CT and EQ handle tables */
     struct xp_dt_state *dt;             /* dt/: thread pool, CUDA plugin */
+    /* Set by ptl/ with XP_PROGRESS=inline (NULL otherwise): the runtime calls
+     * it while it blocks on its launcher (xp_barrier, xp_kv_fence, xp_kv_get;
+     * PMI-1 backend; PMIx blocks inside its library), so that a rank in a
+     * runtime barrier still answers Portals requests. It makes progress and
+     * may sleep up to max_ns waiting for packets; it returns the packets
+     * handled. A hook, so the runtime does not depend on ptl. */
+    int (*runtime_wait_hook)(uint64_t max_ns);
 } xp_context_t;
 
 extern xp_context_t xp_ctx;
