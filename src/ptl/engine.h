@@ -65,6 +65,8 @@ enum {
     XP_PKT_F_SENDEV  = 1u << 2, /* answer: initiator still owes the SEND event */
     XP_PKT_F_XTQ     = 1u << 3, /* request: an XTQ put (xtq/): after delivery the target
                                  * hands the landed message to the XTQ hook */
+    XP_PKT_F_MANY    = 1u << 4, /* answer: nseg successful counting ACKs for one MD in
+                                 * one packet, mlength = their total (xp_eng_ack_many) */
 };
 
 /* Header of every engine packet (requests and answers share it). */
@@ -104,6 +106,12 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
                         const void *payload2, size_t len2, int in_handler);
 /* Flush deferred answers (progress loop). */
 void xp_eng_flush_deferred(void);
+/* From the handler: a successful PTL_CT_ACK_REQ acknowledgement `a` (no
+ * event, no SEND event owed) for `rank`. Consecutive ones for the same MD
+ * are sent as one XP_PKT_F_MANY packet when the poll batch ends (the next
+ * xp_eng_flush_deferred) or before any other answer, so answers stay in
+ * order; the initiator's CT sees the same total. */
+void xp_eng_ack_many(int rank, const xp_pkt_t *a);
 
 /* ---------------------------------------------------------------- process state */
 
@@ -125,7 +133,12 @@ typedef struct xp_ptl_state {
     /* deferred answers */
     pthread_mutex_t defer_lock;
     struct xp_deferred *defer_head, *defer_tail;
-    int defer_count;
+    int defer_count;               /* queued answers + 1 while `many` holds ACKs */
+    struct {                       /* counting ACKs gathered for one (rank, MD) */
+        int rank;
+        uint32_t count;            /* 0: none held */
+        xp_pkt_t hdr;
+    } many;                        /* under defer_lock */
     /* atomics */
     pthread_mutex_t atomic_lock;
     /* handle tables of the engine's objects */

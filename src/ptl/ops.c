@@ -53,10 +53,58 @@ static void defer(xp_ptl_state_t *st, int rank, const xp_pkt_t *hdr, const void 
     pthread_mutex_unlock(&st->defer_lock);
 }
 
+/* Send the gathered ACKs (defer_lock held). 0 if the peer's ring is full. */
+static int send_many(xp_ptl_state_t *st)
+{
+    xp_pkt_t *a = &st->many.hdr;
+    if (!st->many.count)
+        return 1;
+    if (st->many.count > 1) {
+        a->flags |= XP_PKT_F_MANY;
+        a->nseg = st->many.count;
+    }
+    xp_status_t rc = xp_tl_send(st->many.rank, a, sizeof(*a), NULL, 0);
+    if (rc == XP_ERR_AGAIN)
+        return 0;
+    if (rc != XP_OK)
+        xp_warn("acknowledgements to rank %d lost: %s", st->many.rank, xp_status_string(rc));
+    st->many.count = 0;
+    __atomic_sub_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
+    return 1;
+}
+
+void xp_eng_ack_many(int rank, const xp_pkt_t *a)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    pthread_mutex_lock(&st->defer_lock);
+    if (st->many.count && st->many.rank == rank && st->many.hdr.md_handle == a->md_handle &&
+        st->many.count < UINT32_MAX) {
+        st->many.count++;
+        st->many.hdr.mlength += a->mlength;
+        pthread_mutex_unlock(&st->defer_lock);
+        return;
+    }
+    /* Anything already waiting goes first. */
+    if ((st->many.count && !send_many(st)) || st->defer_head) {
+        pthread_mutex_unlock(&st->defer_lock);
+        defer(st, rank, a, NULL, 0);
+        return;
+    }
+    st->many.rank = rank;
+    st->many.hdr = *a;
+    st->many.count = 1;
+    __atomic_add_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&st->defer_lock);
+}
+
 void xp_eng_flush_deferred(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     pthread_mutex_lock(&st->defer_lock);
+    if (!send_many(st)) {
+        pthread_mutex_unlock(&st->defer_lock);
+        return;
+    }
     while (st->defer_head) {
         xp_deferred_t *d = st->defer_head;
         xp_status_t rc = xp_tl_send(d->rank, &d->hdr, sizeof(d->hdr), d->payload, d->len);
@@ -237,7 +285,13 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
                 md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
                 break;
             case PTL_CT_ACK_REQ:
-                md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
+                if (h->flags & XP_PKT_F_MANY) {
+                    if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
+                        xp_ct_add(md->ct,
+                                  (md->options & PTL_MD_EVENT_CT_BYTES) ? h->mlength : h->nseg, 0);
+                } else {
+                    md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
+                }
                 break;
             case PTL_OC_ACK_REQ:
                 if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
@@ -265,7 +319,7 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
         md_count(md, PTL_MD_EVENT_CT_REPLY, fail == PTL_NI_OK, h->mlength);
     }
     xp_ptl_notify();
-    __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+    __atomic_sub_fetch(&md->pending, (h->flags & XP_PKT_F_MANY) ? h->nseg : 1, __ATOMIC_ACQ_REL);
 }
 
 /* ---------------------------------------------------------------- requests */
