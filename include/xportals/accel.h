@@ -35,7 +35,7 @@ typedef struct xp_signal {
     uint32_t seq;      /* futex word: bumped by every update */
     uint32_t waiters;  /* sleepers on seq, so updates only wake when needed */
     uint32_t flags;    /* XP_SIGNAL_F_* */
-    uint32_t reserved_;
+    uint32_t begun;    /* host updates begun; seq catches up when they are done */
     uint64_t pad_[5];
 } __attribute__((aligned(64))) xp_signal_t;
 

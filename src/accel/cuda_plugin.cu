@@ -71,8 +71,12 @@ __device__ static void signal_add(uint64_t sig_addr, long long delta)
     if (!sig_addr)
         return;
     xp_signal_t *s = (xp_signal_t *)sig_addr;
+    /* begun before the value, seq after it: a host waiter that sees the value
+     * does not return before seq is bumped (signal.c, lifetime invariant). */
+    atomicAdd_system((unsigned int *)&s->begun, 1u);
     __threadfence_system();
     atomicAdd_system((unsigned long long *)&s->value, (unsigned long long)delta);
+    __threadfence_system();
     atomicAdd_system((unsigned int *)&s->seq, 1u);
 }
 
@@ -82,6 +86,8 @@ __device__ static void queue_release(queue_shm *q, uint64_t r)
     slot->header = (uint16_t)XP_AQL_TYPE_INVALID;
     __threadfence_system();
     *(volatile uint64_t *)&q->read_index = r + 1;
+    atomicAdd_system((unsigned int *)&q->space.begun, 1u);
+    __threadfence_system();
     *(volatile int64_t *)&q->space.value = (int64_t)(r + 1);
     __threadfence_system();
     atomicAdd_system((unsigned int *)&q->space.seq, 1u);

@@ -1,8 +1,31 @@
 /* Signals: 64-bit values with release updates and spin-then-futex waiting.
  * The futex word is a separate 32-bit sequence bumped by every update, so a
  * waiter never misses a change of the 64-bit value between its check and its
- * sleep. */
+ * sleep.
+ *
+ * Lifetime invariant. A waiter may return, and its owner free or reuse the
+ * signal (a completion signal on the stack), as soon as it sees the value it
+ * waits for - which a host update stores before it has looked for sleepers
+ * and bumped seq. So every host update is bracketed:
+ *   (1) begun++            before the value changes,
+ *   (2) the value update,
+ *   (3) read waiters,
+ *   (4) seq++              the update's last access to the signal,
+ *   (5) futex wake if (3) saw sleepers - the address only, not the memory.
+ * and no wait returns before seq has caught up with the `begun` it reads
+ * after its last look at the value (drain()): an update whose value it can
+ * have seen has then passed (4). Updates that begin later are the owner's
+ * business (it frees the signal when none are expected). (5) may reach a
+ * signal that is gone: a futex wake on such an address at worst wakes an
+ * unrelated sleeper spuriously, which every futex sleeper tolerates.
+ * No lost wake-up: a sleeper reads seq, increments waiters, then checks the
+ * value (all seq_cst); (2)-(3) is the mirror store-then-load, so either the
+ * sleeper sees the value or (3) sees the sleeper, and then (4) moves seq
+ * after the sleeper's read, so its FUTEX_WAIT fails or is woken by (5).
+ * Updates a device makes (CUDA plugin) bump seq without begun; seq then runs
+ * ahead, and drain() compares with wrap-around, so it never blocks on them. */
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 
 #include "accel/accel_internal.h"
@@ -18,7 +41,7 @@ void xp_signal_init(xp_signal_t *sig, int64_t value, uint32_t flags)
     sig->seq = 0;
     sig->waiters = 0;
     sig->flags = flags;
-    sig->reserved_ = 0;
+    sig->begun = 0;
     __atomic_store_n(&sig->value, value, __ATOMIC_RELEASE);
 }
 
@@ -27,23 +50,51 @@ int64_t xp_signal_load(const xp_signal_t *sig)
     return __atomic_load_n(&sig->value, __ATOMIC_ACQUIRE);
 }
 
+/* Step (1) of an update. */
+static void begin(xp_signal_t *sig)
+{
+    __atomic_fetch_add(&sig->begun, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Steps (3)-(5): after this, the signal may be gone. */
 static void wake(xp_signal_t *sig)
 {
+    uint32_t sleepers = __atomic_load_n(&sig->waiters, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&sig->seq, 1, __ATOMIC_SEQ_CST);
-    /* seq_cst pairs with the waiter's increment of `waiters` before its
-     * re-check: either it sees the new value or we see it waiting. */
-    if (__atomic_load_n(&sig->waiters, __ATOMIC_SEQ_CST))
+    if (sleepers)
         xp_futex_wake(&sig->seq, INT_MAX);
+}
+
+/* An update that begun but changed nothing (a failed CAS) still ends with
+ * (4), or drain() would wait for it forever; nobody needs waking. */
+static void end_unchanged(xp_signal_t *sig)
+{
+    __atomic_fetch_add(&sig->seq, 1, __ATOMIC_RELEASE);
+}
+
+/* Before a wait returns: let every update begun so far finish with the
+ * signal (a few instructions each, unless its thread was preempted). */
+static void drain(xp_signal_t *sig)
+{
+    uint32_t begun = __atomic_load_n(&sig->begun, __ATOMIC_ACQUIRE);
+    for (unsigned i = 1; (int32_t)(begun - __atomic_load_n(&sig->seq, __ATOMIC_ACQUIRE)) > 0; i++) {
+        if (i % 64 == 0)
+            sched_yield();
+        else
+            xp_cpu_relax();
+    }
 }
 
 void xp_signal_store(xp_signal_t *sig, int64_t value)
 {
+    begin(sig);
     __atomic_store_n(&sig->value, value, __ATOMIC_SEQ_CST);
     wake(sig);
 }
 
 int64_t xp_signal_add(xp_signal_t *sig, int64_t delta)
 {
+    begin(sig);
     int64_t old = __atomic_fetch_add(&sig->value, delta, __ATOMIC_SEQ_CST);
     wake(sig);
     return old;
@@ -51,6 +102,7 @@ int64_t xp_signal_add(xp_signal_t *sig, int64_t delta)
 
 int64_t xp_signal_exchange(xp_signal_t *sig, int64_t value)
 {
+    begin(sig);
     int64_t old = __atomic_exchange_n(&sig->value, value, __ATOMIC_SEQ_CST);
     wake(sig);
     return old;
@@ -59,9 +111,12 @@ int64_t xp_signal_exchange(xp_signal_t *sig, int64_t value)
 int64_t xp_signal_cas(xp_signal_t *sig, int64_t expected, int64_t desired)
 {
     int64_t seen = expected;
+    begin(sig);
     if (__atomic_compare_exchange_n(&sig->value, &seen, desired, 0, __ATOMIC_SEQ_CST,
                                     __ATOMIC_ACQUIRE))
         wake(sig);
+    else
+        end_unchanged(sig);
     return seen;
 }
 
@@ -111,16 +166,17 @@ xp_status_t xp_signal_wait(xp_signal_t *sig, xp_signal_cond_t cond, int64_t comp
     uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : xp_time_ns() + timeout_ns;
     long spins = xp_config()->spin_count;
     int64_t v = 0;
-    for (long i = 0; i < spins; i++) {
+    int ok = 0;
+    for (long i = 0; i < spins && !ok; i++) {
         v = __atomic_load_n(&sig->value, __ATOMIC_ACQUIRE);
-        if (satisfied(cond, v, compare))
-            goto done;
-        xp_cpu_relax();
+        ok = satisfied(cond, v, compare);
+        if (!ok)
+            xp_cpu_relax();
     }
-    xp_status_t st = sleep_until(sig, cond, compare, deadline, &v);
+    xp_status_t st = ok ? XP_OK : sleep_until(sig, cond, compare, deadline, &v);
+    drain(sig);
     if (st != XP_OK)
         return st;
-done:
     if (value_out)
         *value_out = v;
     return XP_OK;
@@ -128,6 +184,7 @@ done:
 
 void xp_signal_kick(xp_signal_t *sig)
 {
+    begin(sig);
     wake(sig);
 }
 
@@ -135,8 +192,10 @@ xp_status_t xp_signal_wait_pred(xp_signal_t *sig, int (*pred)(void *), void *arg
 {
     long spins = xp_config()->spin_count;
     for (long i = 0; i < spins; i++) {
-        if (pred(arg))
+        if (pred(arg)) {
+            drain(sig);
             return XP_OK;
+        }
         xp_cpu_relax();
     }
     for (;;) {
@@ -152,8 +211,10 @@ xp_status_t xp_signal_wait_pred(xp_signal_t *sig, int (*pred)(void *), void *arg
             st = xp_futex_wait(&sig->seq, seen, slice);
         }
         __atomic_fetch_sub(&sig->waiters, 1, __ATOMIC_SEQ_CST);
-        if (ok || pred(arg))
+        if (ok || pred(arg)) {
+            drain(sig);
             return XP_OK;
+        }
         if (xp_time_ns() >= deadline_ns)
             return XP_ERR_TIMEOUT;
         if (st != XP_OK && st != XP_ERR_TIMEOUT)

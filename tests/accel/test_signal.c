@@ -1,6 +1,7 @@
 /* Signals: every update operation, every wait condition, timeouts, wake-ups
  * across threads and across processes (signal in shared memory). */
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,6 +93,51 @@ static void test_process_wake(void)
 
 /* Device-flagged signals sleep in slices, so even an update that wakes
  * nobody (as a GPU's would) is seen. */
+/* A completion signal on the waiter's stack, updated by another thread: the
+ * waiter returns, and the next signal takes the same address, while the
+ * updater may still be inside xp_signal_add. Under TSan an update that
+ * touched the signal after releasing the waiter shows as a race with the
+ * next xp_signal_init. */
+typedef struct mailbox {
+    xp_signal_t *sig;   /* the signal to decrement, NULL when none */
+    int stop;
+} mailbox_t;
+
+static void *decrementer(void *arg)
+{
+    mailbox_t *box = arg;
+    for (;;) {
+        xp_signal_t *sig = __atomic_exchange_n(&box->sig, NULL, __ATOMIC_ACQ_REL);
+        if (sig)
+            xp_signal_add(sig, -1);
+        else if (__atomic_load_n(&box->stop, __ATOMIC_ACQUIRE))
+            return NULL;
+        else
+            sched_yield();
+    }
+}
+
+static __attribute__((noinline)) int wait_on_stack(mailbox_t *box)
+{
+    xp_signal_t done;
+    xp_signal_init(&done, 1, 0);
+    __atomic_store_n(&box->sig, &done, __ATOMIC_RELEASE);
+    return xp_signal_wait(&done, XP_SIGNAL_EQ, 0, 2000000000ull, NULL) == XP_OK;
+}
+
+static void test_stack_lifetime(void)
+{
+    mailbox_t box = {NULL, 0};
+    pthread_t t;
+    XP_REQUIRE(pthread_create(&t, NULL, decrementer, &box) == 0);
+    int ok = 1;
+    for (int i = 0; i < 2000 && ok; i++)
+        ok = wait_on_stack(&box);
+    XP_CHECK(ok);
+    __atomic_store_n(&box.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+}
+
 static void *silent_store(void *arg)
 {
     usleep(10000);
@@ -116,5 +162,6 @@ int main(void)
     test_thread_wake();
     test_process_wake();
     test_device_flag();
+    test_stack_lifetime();
     return xp_test_result();
 }
