@@ -14,6 +14,20 @@
 
 static int xp_test_failures_;
 
+/* XP_TEST_TSAN is 1 in a ThreadSanitizer build. TSan sees no synchronisation
+ * made through memory shared between processes (fork + MAP_SHARED): tests
+ * that rely on it adapt or skip themselves under TSan, saying why. */
+#if defined(__SANITIZE_THREAD__)
+#define XP_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define XP_TEST_TSAN 1
+#endif
+#endif
+#ifndef XP_TEST_TSAN
+#define XP_TEST_TSAN 0
+#endif
+
 #define XP_TEST_SKIP(...)                                                    \
     do {                                                                     \
         fprintf(stderr, "SKIP: " __VA_ARGS__);                               \

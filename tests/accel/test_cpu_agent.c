@@ -170,6 +170,12 @@ static void count_kernel(const xp_kernel_ctx_t *ctx)
 
 static void test_other_process(xp_agent_t *agent)
 {
+    if (XP_TEST_TSAN) {
+        /* The workers learn of the signal and counter from packets pushed by
+         * another process: TSan cannot see that and reports races. */
+        fprintf(stderr, "test_other_process: skipped under ThreadSanitizer\n");
+        return;
+    }
     xp_queue_t *q;
     xp_signal_t *done;
     XP_REQUIRE(xp_agent_queue_create(agent, 16, &q) == XP_OK);
