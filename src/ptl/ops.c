@@ -275,6 +275,16 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
                  h->md_handle);
         return;
     }
+    /* Gathered ACKs (xp_eng_ack_many): only successful counting ones, never
+     * more than the MD still expects. */
+    if ((h->flags & XP_PKT_F_MANY) &&
+        (h->type != XP_PKT_ACK || h->ack_req != PTL_CT_ACK_REQ || !ok || h->nseg < 2 ||
+         (h->flags & (XP_PKT_F_NOACK | XP_PKT_F_SENDEV)) ||
+         h->nseg > (uint32_t)__atomic_load_n(&md->pending, __ATOMIC_ACQUIRE))) {
+        xp_error("malformed gathered acknowledgement from rank %d for MD %#x dropped", src_rank,
+                 h->md_handle);
+        return;
+    }
     if (h->type == XP_PKT_ACK) {
         if (h->flags & XP_PKT_F_SENDEV)
             send_done(md, PTL_NI_OK, user_ptr, h, h->local_offset);
