@@ -364,7 +364,10 @@ static void fetch_atomic(sos_t *s, void *target, const void *source, void *dest,
 static void barrier(sos_t *s)
 {
     int64_t one = 1;
-    volatile int64_t *counter = (volatile int64_t *)(s->heap_base + SEG_LEN - 64);
+    /* The engine applies atomics with atomic instructions while we poll:
+     * read the counter with an atomic load too (SOS uses volatile; TSan,
+     * rightly, calls a plain read racing with the engine's write a race). */
+    int64_t *counter = (int64_t *)(s->heap_base + SEG_LEN - 64);
     ptl_ct_event_t ct;
     quiet(s);
     s->barrier_epoch++;
@@ -375,7 +378,7 @@ static void barrier(sos_t *s)
     for (;;) {
         XP_REQUIRE(PtlCTGet(s->target_ct, &ct) == PTL_OK);
         XP_REQUIRE(PtlAtomicSync() == PTL_OK);
-        if (*counter >= s->barrier_epoch * (s->npes - 1))
+        if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= s->barrier_epoch * (s->npes - 1))
             break;
         XP_REQUIRE(PtlCTWait(s->target_ct, ct.success + ct.failure + 1, &ct) == PTL_OK);
         XP_REQUIRE(ct.failure == 0);
