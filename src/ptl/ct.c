@@ -85,7 +85,11 @@ static xp_trig_t *take_ready(xp_ct_t *ct)
 
 /* After a counter change: issue what became ready, wake waiters. The
  * seq_cst load pairs with the seq_cst store in xp_ct_post_trig: either the
- * poster sees the new count or this thread sees the new operation. */
+ * poster sees the new count or this thread sees the new operation.
+ * No lost wake-up: every change of success/failure/handle is followed by
+ * xp_ptl_notify, whose fence orders it before the look at the sleepers; a
+ * PtlCTWait sleeper announces itself before its last read of the counter
+ * (progress.c), so one of the two sees the other. */
 static void after_update(xp_ct_t *ct)
 {
     if (__atomic_load_n(&ct->trig_head, __ATOMIC_SEQ_CST)) {
@@ -358,6 +362,9 @@ int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *event)
     ct = xp_ct_from_handle(ct_handle);
     if (!ct || !event)
         return PTL_ARG_INVALID;
+    /* As PtlEQGet: a polling loop of PtlCTGet must move the engine with
+     * XP_PROGRESS=inline (an idle look is a few loads). */
+    xp_ptl_progress();
     *event = xp_ct_read(ct);
     return PTL_OK;
 }

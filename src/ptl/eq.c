@@ -84,6 +84,8 @@ static int eq_push(xp_eq_t *eq, const ptl_event_t *ev, int mark_drop)
         __atomic_store_n(&eq->tail, eq->tail + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&eq->lock);
+    /* After the tail store (see ct.c after_update for why a PtlEQWait
+     * sleeper cannot miss it). */
     if (rc == 0)
         xp_ptl_notify();
     return rc;
