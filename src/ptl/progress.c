@@ -1,4 +1,23 @@
-/* ptl/progress.c - inline progress, the progress thread and the wait primitive. */
+/* ptl/progress.c - inline progress, the progress thread and the wait primitive.
+ *
+ * Why no wake-up is lost (the doorbell's own rule is in util/atomic.c):
+ * - A waiter sleeps only through xp_tl_wait, after app_sleepers++ and a
+ *   fence, and its last look before the futex covers its condition, PtlAbort
+ *   (abort_gen), our inbox (xp_tl_pending) and queued answers (defer_count).
+ *   Each of those changes is followed by something that rings: CT/EQ updates
+ *   and xp_ptl_interrupt call xp_ptl_notify (fence, then app_sleepers and
+ *   sleepers), an arrival is rung by its sender, and answers still queued
+ *   after a flush call xp_ptl_notify; and since the peer draining its ring
+ *   rings nobody, a sleep with queued answers lasts at most DEFER_RETRY_NS.
+ * - Only the thread holding poll_lock runs handlers. A poller that loses the
+ *   trylock does not sleep while xp_tl_pending(): a packet that arrived when
+ *   nobody slept rang nobody, and the holder may return without it.
+ * - The progress thread parks (futex on park_word) only while an
+ *   application thread spins actively and polls for it; the park is bounded
+ *   by PARK_NS, so the hand-back when that waiter goes to sleep or returns
+ *   needs no wake-up. Its doorbell sleep looks at the inbox, active_waiters,
+ *   defer_count and progress_stop; PtlFini rings the doorbell directly.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
