@@ -162,6 +162,20 @@ void xp_ni_sr_inc(xp_ni_t *ni, ptl_sr_index_t reg)
         __atomic_add_fetch(&ni->sr[reg], 1, __ATOMIC_RELAXED);
 }
 
+static xp_ni_map_t *map_new(ptl_size_t size)
+{
+    xp_ni_map_t *map = malloc(sizeof(*map) + sizeof(int) * (size_t)(size > 0 ? size : 1));
+    if (map)
+        map->size = size;
+    return map;
+}
+
+/* The published map, whole (see xp_ni_t::map). */
+static const xp_ni_map_t *map_get(const xp_ni_t *ni)
+{
+    return __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
+}
+
 int xp_ni_target_rank(const xp_ni_t *ni, ptl_process_t id)
 {
     xp_ptl_state_t *st = xp_ptl_state();
@@ -172,9 +186,10 @@ int xp_ni_target_rank(const xp_ni_t *ni, ptl_process_t id)
             return -1;
         return (int)id.phys.pid;
     }
-    if (id.rank >= ni->map_size)
+    const xp_ni_map_t *map = map_get(ni);
+    if (id.rank >= map->size)
         return -1;
-    return ni->map[id.rank];
+    return map->rank[id.rank];
 }
 
 ptl_process_t xp_ni_process_of(const xp_ni_t *ni, int rank)
@@ -187,13 +202,14 @@ ptl_process_t xp_ni_process_of(const xp_ni_t *ni, int rank)
         return p;
     }
     /* Identity map in the common case; otherwise search the permutation. */
-    if ((ptl_size_t)rank < ni->map_size && ni->map[rank] == rank) {
+    const xp_ni_map_t *map = map_get(ni);
+    if ((ptl_size_t)rank < map->size && map->rank[rank] == rank) {
         p.rank = (ptl_rank_t)rank;
         return p;
     }
     p.rank = PTL_RANK_ANY;
-    for (ptl_size_t i = 0; i < ni->map_size; i++) {
-        if (ni->map[i] == rank) {
+    for (ptl_size_t i = 0; i < map->size; i++) {
+        if (map->rank[i] == rank) {
             p.rank = (ptl_rank_t)i;
             break;
         }
@@ -218,18 +234,18 @@ static xp_ni_t *ni_create(int slot, ptl_interface_t iface, unsigned options,
     default_limits(&ni->limits);
     negotiate(&ni->limits, desired);
     ni->pt = calloc((size_t)ni->limits.max_pt_index + 1, sizeof(xp_pt_t));
-    ni->map_size = (ptl_size_t)st->size;
-    ni->map = malloc(sizeof(int) * (size_t)(st->size > 0 ? st->size : 1));
+    ni->map = map_new((ptl_size_t)(st->size > 0 ? st->size : 0));
     if (!ni->pt || !ni->map) {
         free(ni->pt);
         free(ni->map);
         free(ni);
         return NULL;
     }
+    ni->map_identity = ni->map;
     for (int i = 0; i <= ni->limits.max_pt_index; i++)
         pthread_mutex_init(&ni->pt[i].lock, NULL);
     for (int r = 0; r < st->size; r++)
-        ni->map[r] = r;
+        ni->map->rank[r] = r;
     ni->handle = xp_handle_make(XP_HANDLE_NI, (unsigned)slot, 0, 0);
     return ni;
 }
@@ -249,7 +265,9 @@ void xp_ni_destroy(xp_ni_t *ni)
         pthread_mutex_destroy(&ni->pt[i].lock);
     pthread_mutex_destroy(&ni->lock);
     free(ni->pt);
-    free(ni->map);
+    if (ni->map != ni->map_identity)
+        free(ni->map);
+    free(ni->map_identity);
     free(ni);
 }
 
@@ -406,18 +424,19 @@ static int map_entry_rank(const ptl_process_t *p)
 int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_t *mapping)
 {
     xp_ni_t *ni;
-    int *map, same;
+    xp_ni_map_t *map;
+    int same;
     if (!xp_ptl_initialized())
         return PTL_NO_INIT;
     ni = xp_ni_from_handle(ni_handle);
     if (!ni || ni->physical || map_size == 0 || !mapping)
         return PTL_ARG_INVALID;
-    map = malloc(sizeof(int) * map_size);
+    map = map_new(map_size);
     if (!map)
         return PTL_NO_SPACE;
     for (ptl_size_t i = 0; i < map_size; i++) {
-        map[i] = map_entry_rank(&mapping[i]);
-        if (map[i] < 0) {
+        map->rank[i] = map_entry_rank(&mapping[i]);
+        if (map->rank[i] < 0) {
             xp_error("PtlSetMap: entry %zu (nid %u, pid %u) is no process of this job",
                      (size_t)i, mapping[i].phys.nid, mapping[i].phys.pid);
             free(map);
@@ -425,7 +444,8 @@ int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_
         }
     }
     xp_ni_lock(ni);
-    same = map_size == ni->map_size && memcmp(map, ni->map, sizeof(int) * map_size) == 0;
+    same = map_size == ni->map->size &&
+           memcmp(map->rank, ni->map->rank, sizeof(int) * map_size) == 0;
     if (same) {
         xp_ni_unlock(ni);
         free(map);
@@ -437,9 +457,8 @@ int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_
         free(map);
         return PTL_IGNORED;
     }
-    free(ni->map);
-    ni->map = map;
-    ni->map_size = map_size;
+    /* Readers may still hold the identity map: it lives until the NI dies. */
+    __atomic_store_n(&ni->map, map, __ATOMIC_RELEASE);
     ni->map_set = 1;
     xp_ni_unlock(ni);
     return PTL_OK;
@@ -455,12 +474,12 @@ int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, ptl_process_t *map
     if (!ni || ni->physical || !actual_map_size || (map_size > 0 && !mapping))
         return PTL_ARG_INVALID;
     xp_ni_lock(ni);
-    for (ptl_size_t i = 0; i < map_size && i < ni->map_size; i++) {
+    for (ptl_size_t i = 0; i < map_size && i < ni->map->size; i++) {
         memset(&mapping[i], 0, sizeof(mapping[i]));
-        mapping[i].phys.nid = (ptl_nid_t)xp_node_of(ni->map[i]);
-        mapping[i].phys.pid = (ptl_pid_t)ni->map[i];
+        mapping[i].phys.nid = (ptl_nid_t)xp_node_of(ni->map->rank[i]);
+        mapping[i].phys.pid = (ptl_pid_t)ni->map->rank[i];
     }
-    *actual_map_size = ni->map_size;
+    *actual_map_size = ni->map->size;
     xp_ni_unlock(ni);
     return PTL_OK;
 }

@@ -39,6 +39,11 @@ typedef enum {
 
 struct xp_pt;
 
+typedef struct xp_ni_map {
+    ptl_size_t size;
+    int rank[];                 /* logical rank -> job rank */
+} xp_ni_map_t;
+
 typedef struct xp_ni {
     ptl_handle_ni_t handle;
     int slot;                   /* iface * 4 + matching * 2 + physical */
@@ -50,9 +55,15 @@ typedef struct xp_ni {
     ptl_ni_limits_t limits;     /* granted limits */
     int obj_count[XP_NI_OBJ_NKINDS];
     struct xp_pt *pt;           /* limits.max_pt_index + 1 entries */
-    /* Logical addressing: rank -> job rank (identity unless PtlSetMap said otherwise). */
-    int *map;
-    ptl_size_t map_size;
+    /* Logical addressing: rank -> job rank (identity unless PtlSetMap said
+     * otherwise). The progress thread reads the map while it matches arrivals,
+     * which peers may send before this process calls PtlSetMap: a map is
+     * immutable once published, PtlSetMap publishes its own with a release
+     * store (readers load it with acquire: map_get in ni.c), and the identity map it
+     * replaces stays allocated until the NI dies (only one PtlSetMap can
+     * replace it). */
+    struct xp_ni_map *map;
+    struct xp_ni_map *map_identity;
     int map_set;                /* PtlSetMap was called */
     int32_t sr[PTL_SR_LAST];    /* status registers (atomic increments) */
     int bundle_depth;
