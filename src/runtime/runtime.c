@@ -20,6 +20,7 @@
 #include "util/config.h"
 #include "util/context.h"
 #include "util/log.h"
+#include "util/tsan.h"
 
 #define HOST_MAX 255
 #define PROC_KEY "xp.proc" /* value: uint32 pid, then the host name */
@@ -330,6 +331,7 @@ XP_EXPORT const char *xp_bootstrap_name(void)
 XP_EXPORT xp_status_t xp_barrier(void)
 {
     struct xp_runtime *rt = rt_get();
+    xp_tsan_message_out();
     return rt ? rt->ops->barrier(rt->boot) : XP_ERR_NOT_INIT;
 }
 
