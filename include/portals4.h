@@ -521,6 +521,58 @@ PTL_EXPORT int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t incre
 PTL_EXPORT int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct,
                                  ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
 
+/* ------------------------------------------------------------------ triggered list operations
+ *
+ * Extension (not in the Portals 4 specification): the triggered list
+ * operations of the reference implementation's WITH_TRIG_ME_OPS build
+ * (clients: PDHT, fflib), plus the LE variants. PTL_HAVE_TRIGGERED_ME_OPS is
+ * defined to 1 where they exist.
+ *
+ * PtlTriggeredMEAppend / PtlTriggeredLEAppend: PtlMEAppend / PtlLEAppend
+ * performed when success + failure of trig_ct_handle reaches threshold (at
+ * once, by this call, if it already has). Unlike the reference, which reads
+ * *me and writes *me_handle only when the operation fires:
+ *   - everything is checked now, with PtlMEAppend's error codes (PTL_NO_INIT,
+ *     PTL_ARG_INVALID: bad NI, options, list, CT of the entry, iovec list,
+ *     PT not allocated, trig_ct_handle not a CT of this NI; PTL_NO_SPACE:
+ *     max_entries or max_triggered_ops reached);
+ *   - *me is copied now (with its iovec list): the caller may reuse it at
+ *     once. The buffer it describes must stay valid, as for any append;
+ *   - *me_handle is written now, on success, with a live handle. Until the
+ *     append fires the entry is in no list (nothing matches it, no event);
+ *     PtlMEUnlink on it cancels the append (PTL_OK; the handle dies, the
+ *     operation does nothing when released). PtlTriggeredMEUnlink can name it
+ *     at once.
+ * When it fires, the append behaves as PtlMEAppend at that moment: a priority
+ * append first consumes matching unexpected headers, PTL_EVENT_LINK is
+ * posted. If it fails then (PT freed, list full: PTL_LIST_TOO_LONG) it is
+ * logged and dropped and the handle dies. PtlCTFree / PtlCTCancelTriggered on
+ * the trigger CT, and PtlNIFini, discard a pending append and free its
+ * entry and handle.
+ *
+ * PtlTriggeredMEUnlink / PtlTriggeredLEUnlink: PtlMEUnlink / PtlLEUnlink of
+ * a live handle (linked or pending) when the trigger reaches threshold.
+ * PTL_ARG_INVALID if the handle is not live now. When it fires, an entry that
+ * is gone already (use-once consumed, unlinked) is not an error. As with any
+ * handle, a stale one could name a later entry in the same slot; each slot
+ * reuse changes a 7-bit generation.
+ *
+ * Both count against the NI's max_triggered_ops while pending.
+ */
+#define PTL_HAVE_TRIGGERED_ME_OPS 1
+PTL_EXPORT int PtlTriggeredMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index,
+                                    const ptl_me_t *me, ptl_list_t ptl_list, void *user_ptr,
+                                    ptl_handle_me_t *me_handle, ptl_handle_ct_t trig_ct_handle,
+                                    ptl_size_t threshold);
+PTL_EXPORT int PtlTriggeredMEUnlink(ptl_handle_me_t me_handle, ptl_handle_ct_t trig_ct_handle,
+                                    ptl_size_t threshold);
+PTL_EXPORT int PtlTriggeredLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index,
+                                    const ptl_le_t *le, ptl_list_t ptl_list, void *user_ptr,
+                                    ptl_handle_le_t *le_handle, ptl_handle_ct_t trig_ct_handle,
+                                    ptl_size_t threshold);
+PTL_EXPORT int PtlTriggeredLEUnlink(ptl_handle_le_t le_handle, ptl_handle_ct_t trig_ct_handle,
+                                    ptl_size_t threshold);
+
 /* ------------------------------------------------------------------ bundles, handles, abort */
 
 /* Hint: a burst of operations follows (nests; every Start needs an End). */

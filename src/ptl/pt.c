@@ -7,6 +7,7 @@
 #include "ptl/eq.h"
 #include "ptl/progress.h"
 #include "ptl/pt.h"
+#include "ptl/triggered.h"
 #include "util/log.h"
 
 xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index)
@@ -185,11 +186,17 @@ static xp_handle_table_t *entry_table(int is_me)
     return is_me ? &st->me_table : &st->le_table;
 }
 
-static void le_free(xp_le_t *le)
+/* The handle dies, the NI count and the region go; the memory stays. */
+static void le_release_handle(xp_le_t *le)
 {
     xp_handle_free(entry_table(le->is_me), le->handle);
     xp_ni_obj_release(le->ni, XP_NI_OBJ_ENTRY);
     xp_region_fini(&le->region);
+}
+
+static void le_free(xp_le_t *le)
+{
+    le_release_handle(le);
     free(le);
 }
 
@@ -222,9 +229,7 @@ void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event)
     /* The handle dies now; the object waits for its last header. */
     le->unlinked = 1;
     le->auto_free = events && le->list == PTL_OVERFLOW_LIST;
-    xp_handle_free(entry_table(le->is_me), le->handle);
-    xp_ni_obj_release(le->ni, XP_NI_OBJ_ENTRY);
-    xp_region_fini(&le->region);
+    le_release_handle(le);
 }
 
 void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events)
@@ -294,13 +299,13 @@ static xp_match_spec_t entry_spec(xp_ni_t *ni, const ptl_me_t *me)
                                  me->match_id.rank == PTL_RANK_ANY);
 }
 
-/* Common body of PtlLEAppend and PtlMEAppend (me == NULL for an LE). */
-static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le_in,
+/* A new, unlinked entry from the caller's description (me == NULL for an
+ * LE), with no handle yet: everything the caller passed is copied (the
+ * region copies an iovec list). Returns a PTL_* code. */
+static int entry_create(xp_ni_t *ni, ptl_pt_index_t pt_index, const ptl_le_t *le_in,
                         const ptl_me_t *me, ptl_list_t ptl_list, void *user_ptr,
-                        ptl_handle_any_t *handle_out)
+                        xp_le_t **le_out)
 {
-    xp_ni_t *ni;
-    xp_pt_t *pt;
     xp_le_t *le;
     xp_status_t rc;
     int is_me = me != NULL;
@@ -309,11 +314,6 @@ static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
     unsigned options = is_me ? me->options : le_in->options;
     ptl_handle_ct_t ct_handle = is_me ? me->ct_handle : le_in->ct_handle;
 
-    if (!xp_ptl_initialized())
-        return PTL_NO_INIT;
-    ni = xp_ni_from_handle(ni_handle);
-    if (!ni || !handle_out || ni->matching != is_me)
-        return PTL_ARG_INVALID;
     if (options & ~(is_me ? ME_OPTIONS : LE_OPTIONS))
         return PTL_ARG_INVALID;
     if (ptl_list != PTL_PRIORITY_LIST && ptl_list != PTL_OVERFLOW_LIST)
@@ -343,32 +343,51 @@ static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
     }
     xp_match_spec_t spec = entry_spec(ni, me);
     xp_match_entry_init(&le->m, &spec, le);
+    *le_out = le;
+    return PTL_OK;
+}
 
-    pt = xp_pt_get(ni, pt_index);
-    if (!pt) {
-        rc = XP_ERR_INVALID;
-        goto err_region;
-    }
-    if (xp_match_count(&pt->table, XP_MATCH_PRIORITY) + xp_match_count(&pt->table, XP_MATCH_OVERFLOW) >=
-        (size_t)ni->limits.max_list_size) {
-        pthread_mutex_unlock(&pt->lock);
-        xp_region_fini(&le->region);
-        free(le);
-        return PTL_LIST_TOO_LONG;
-    }
-    rc = xp_ni_obj_acquire(ni, XP_NI_OBJ_ENTRY);
-    if (rc != XP_OK)
-        goto err_unlock;
-    rc = xp_handle_alloc(entry_table(is_me), (unsigned)ni->slot, le, &le->handle);
-    if (rc != XP_OK)
-        goto err_release;
+/* Undo entry_create (no handle yet). */
+static void entry_destroy(xp_le_t *le)
+{
+    xp_region_fini(&le->region);
+    free(le);
+}
 
-    /* A priority append first consumes matching unexpected headers. */
-    if (ptl_list == PTL_PRIORITY_LIST) {
-        xp_match_header_t *h = xp_match_uh_find(&pt->table, &spec, NULL, NULL, NULL);
+/* Count the entry against the NI and give it a handle. */
+static xp_status_t entry_register(xp_le_t *le)
+{
+    xp_status_t rc = xp_ni_obj_acquire(le->ni, XP_NI_OBJ_ENTRY);
+
+    if (rc != XP_OK)
+        return rc;
+    rc = xp_handle_alloc(entry_table(le->is_me), (unsigned)le->ni->slot, le, &le->handle);
+    if (rc != XP_OK)
+        xp_ni_obj_release(le->ni, XP_NI_OBJ_ENTRY);
+    return rc;
+}
+
+static int list_full(xp_pt_t *pt, const xp_ni_t *ni)
+{
+    return xp_match_count(&pt->table, XP_MATCH_PRIORITY) +
+               xp_match_count(&pt->table, XP_MATCH_OVERFLOW) >=
+           (size_t)ni->limits.max_list_size;
+}
+
+/* Link a registered entry (PT lock held): a priority append first consumes
+ * matching unexpected headers; a use-once entry consumed by one is freed
+ * here. *handle_out gets the handle in every case. */
+static void entry_link_locked(xp_pt_t *pt, xp_le_t *le, ptl_handle_any_t *handle_out)
+{
+    unsigned options = le->options;
+    const xp_match_spec_t *spec = &le->m.spec;
+
+    *handle_out = le->handle;
+    if (le->list == PTL_PRIORITY_LIST) {
+        xp_match_header_t *h = xp_match_uh_find(&pt->table, spec, NULL, NULL, NULL);
         while (h) {
             xp_match_header_t *next = (options & PTL_ME_USE_ONCE) ? NULL :
-                xp_match_uh_find(&pt->table, &spec, h, NULL, NULL);
+                xp_match_uh_find(&pt->table, spec, h, NULL, NULL);
             xp_match_uh_remove(&pt->table, h);
             uh_deliver(pt, le, h->user, 0, PTL_SEARCH_DELETE);
             xp_uh_release(pt, h->user, 1);
@@ -376,32 +395,63 @@ static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
             if (options & PTL_ME_USE_ONCE) {
                 /* Consumed by the header: never linked, but it was used
                  * once, so it reports its unlink like any use-once entry. */
-                *handle_out = le->handle;
                 if (!(options & PTL_ME_EVENT_UNLINK_DISABLE))
                     le_event(pt, le, PTL_EVENT_AUTO_UNLINK);
                 le_free(le);
-                pthread_mutex_unlock(&pt->lock);
-                return PTL_OK;
+                return;
             }
         }
     }
-    xp_match_append(&pt->table, ptl_list == PTL_PRIORITY_LIST ? XP_MATCH_PRIORITY : XP_MATCH_OVERFLOW,
+    xp_match_append(&pt->table, le->list == PTL_PRIORITY_LIST ? XP_MATCH_PRIORITY : XP_MATCH_OVERFLOW,
                     &le->m);
     /* Portals 4: PTL_EVENT_LINK once the entry is in its list, unless
      * PTL_LE/ME_EVENT_LINK_DISABLE. */
     if (!(options & PTL_ME_EVENT_LINK_DISABLE))
         le_event(pt, le, PTL_EVENT_LINK);
-    *handle_out = le->handle;
+}
+
+/* Common body of PtlLEAppend and PtlMEAppend (me == NULL for an LE). */
+static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le_in,
+                        const ptl_me_t *me, ptl_list_t ptl_list, void *user_ptr,
+                        ptl_handle_any_t *handle_out)
+{
+    xp_ni_t *ni;
+    xp_pt_t *pt;
+    xp_le_t *le;
+    xp_status_t st;
+    int rc;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || !handle_out || ni->matching != (me != NULL))
+        return PTL_ARG_INVALID;
+    rc = entry_create(ni, pt_index, le_in, me, ptl_list, user_ptr, &le);
+    if (rc != PTL_OK)
+        return rc;
+    pt = xp_pt_get(ni, pt_index);
+    if (!pt) {
+        entry_destroy(le);
+        return PTL_ARG_INVALID;
+    }
+    if (list_full(pt, ni)) {
+        rc = PTL_LIST_TOO_LONG;
+        goto err_unlock;
+    }
+    st = entry_register(le);
+    if (st != XP_OK) {
+        rc = xp_ptl_rc(st);
+        goto err_unlock;
+    }
+    xp_trig_defer_begin(); /* counting overflow events: see triggered.h */
+    entry_link_locked(pt, le, handle_out);
     pthread_mutex_unlock(&pt->lock);
+    xp_trig_defer_end();
     return PTL_OK;
-err_release:
-    xp_ni_obj_release(ni, XP_NI_OBJ_ENTRY);
 err_unlock:
     pthread_mutex_unlock(&pt->lock);
-err_region:
-    xp_region_fini(&le->region);
-    free(le);
-    return xp_ptl_rc(rc);
+    entry_destroy(le);
+    return rc;
 }
 
 int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
@@ -420,6 +470,17 @@ int PtlMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me
     return entry_append(ni_handle, pt_index, NULL, me, ptl_list, user_ptr, me_handle);
 }
 
+/* The PT of an entry, locked whether or not it is still allocated: a linked
+ * entry keeps its PT allocated (PtlPTFree refuses), a pending one may
+ * outlive it. */
+static xp_pt_t *entry_pt_lock(const xp_le_t *le)
+{
+    xp_pt_t *pt = &le->ni->pt[le->pt_index];
+
+    pthread_mutex_lock(&pt->lock);
+    return pt;
+}
+
 static int entry_unlink(ptl_handle_any_t handle, int is_me)
 {
     xp_le_t *le;
@@ -429,15 +490,20 @@ static int entry_unlink(ptl_handle_any_t handle, int is_me)
     le = xp_handle_lookup(entry_table(is_me), handle);
     if (!le)
         return PTL_ARG_INVALID;
-    pt = xp_pt_get(le->ni, le->pt_index);
-    if (!pt)
-        return PTL_ARG_INVALID;
+    pt = entry_pt_lock(le);
     /* Re-check under the PT lock: the handler may have auto-unlinked it. */
     if (xp_handle_lookup(entry_table(is_me), handle) != le) {
         pthread_mutex_unlock(&pt->lock);
         return PTL_ARG_INVALID;
     }
-    xp_le_unlink_locked(pt, le, 0);
+    if (le->trig_state == XP_LE_PENDING) {
+        /* Its triggered append has not fired: cancel it. The memory stays
+         * with the pending append, which frees it. */
+        le_release_handle(le);
+        le->trig_state = XP_LE_CANCELLED;
+    } else {
+        xp_le_unlink_locked(pt, le, 0);
+    }
     pthread_mutex_unlock(&pt->lock);
     return PTL_OK;
 }
@@ -450,6 +516,169 @@ int PtlLEUnlink(ptl_handle_le_t le_handle)
 int PtlMEUnlink(ptl_handle_me_t me_handle)
 {
     return entry_unlink(me_handle, 1);
+}
+
+/* ------------------------------------------------ triggered list operations
+ *
+ * A triggered append builds, checks and registers its entry when it is
+ * posted (the caller gets a live handle at once), and links it when the
+ * trigger fires; until then the entry is XP_LE_PENDING and in no list. All
+ * state changes of a pending entry happen under its PT's lock: the fire
+ * (pending_link), an unlink that cancels it (entry_unlink), and the discard
+ * of the triggered operation (pending_drop). */
+
+/* Fired: link the entry, or free it if it was cancelled meanwhile. */
+static int pending_link(void *arg)
+{
+    xp_le_t *le = arg;
+    xp_pt_t *pt = entry_pt_lock(le);
+    ptl_handle_any_t handle;
+    int rc = PTL_OK;
+
+    if (le->trig_state == XP_LE_CANCELLED) {
+        free(le);
+    } else if (!pt->allocated || list_full(pt, le->ni)) {
+        /* The PT was freed, or its lists filled up, since the post: the
+         * append fails and its handle dies (reported by triggered.c). */
+        rc = pt->allocated ? PTL_LIST_TOO_LONG : PTL_ARG_INVALID;
+        le_free(le);
+    } else {
+        le->trig_state = XP_LE_LIVE;
+        entry_link_locked(pt, le, &handle);
+    }
+    pthread_mutex_unlock(&pt->lock);
+    return rc;
+}
+
+/* Discarded unfired (PtlCTFree, PtlCTCancelTriggered, NI teardown). */
+static void pending_drop(void *arg, int release_ni)
+{
+    xp_le_t *le = arg;
+    xp_pt_t *pt;
+
+    if (!release_ni) {
+        /* Library teardown: the NI and the handle tables are gone. */
+        if (le->trig_state != XP_LE_CANCELLED)
+            xp_region_fini(&le->region);
+        free(le);
+        return;
+    }
+    pt = entry_pt_lock(le);
+    if (le->trig_state == XP_LE_CANCELLED)
+        free(le);
+    else
+        le_free(le);
+    pthread_mutex_unlock(&pt->lock);
+}
+
+static int trig_entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index,
+                             const ptl_le_t *le_in, const ptl_me_t *me, ptl_list_t ptl_list,
+                             void *user_ptr, ptl_handle_any_t *handle_out,
+                             ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    xp_ni_t *ni;
+    xp_pt_t *pt;
+    xp_le_t *le;
+    xp_status_t st;
+    ptl_handle_any_t handle;
+    int rc;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    ni = xp_ni_from_handle(ni_handle);
+    if (!ni || !handle_out || (!me && !le_in) || ni->matching != (me != NULL))
+        return PTL_ARG_INVALID;
+    rc = entry_create(ni, pt_index, le_in, me, ptl_list, user_ptr, &le);
+    if (rc != PTL_OK)
+        return rc;
+    pt = xp_pt_get(ni, pt_index); /* the PT must exist now; checked again at the fire */
+    if (!pt) {
+        entry_destroy(le);
+        return PTL_ARG_INVALID;
+    }
+    pthread_mutex_unlock(&pt->lock);
+    /* Pending before the handle exists, so that an unlink never sees it
+     * as linked. */
+    le->trig_state = XP_LE_PENDING;
+    st = entry_register(le);
+    if (st != XP_OK) {
+        entry_destroy(le);
+        return xp_ptl_rc(st);
+    }
+    handle = le->handle; /* le may be linked, even consumed, by the post */
+    rc = xp_trig_post_call(ni, trig_ct_handle, threshold,
+                           &(xp_trig_call_t){.fire = pending_link, .drop = pending_drop, .arg = le});
+    if (rc != PTL_OK) {
+        le_free(le);
+        return rc;
+    }
+    *handle_out = handle;
+    return PTL_OK;
+}
+
+/* Fired: the ordinary unlink. The entry may be gone already (a use-once
+ * entry consumed, an explicit unlink): nothing to do then. */
+static int trig_unlink_fire(void *arg)
+{
+    ptl_handle_any_t handle = (ptl_handle_any_t)(uintptr_t)arg;
+    int rc = entry_unlink(handle, xp_handle_type_of(handle) == XP_HANDLE_ME);
+
+    if (rc == PTL_ARG_INVALID) {
+        xp_debug("triggered unlink of entry %#x: already unlinked", handle);
+        rc = PTL_OK;
+    }
+    return rc;
+}
+
+static int trig_entry_unlink(ptl_handle_any_t handle, int is_me, ptl_handle_ct_t trig_ct_handle,
+                             ptl_size_t threshold)
+{
+    xp_ni_t *ni;
+
+    if (!xp_ptl_initialized())
+        return PTL_NO_INIT;
+    if (!xp_handle_lookup(entry_table(is_me), handle))
+        return PTL_ARG_INVALID;
+    /* The NI from the handle, not from the entry: it may be unlinked (and
+     * freed) by now. */
+    ni = xp_ni_from_handle(xp_handle_make(XP_HANDLE_NI, xp_handle_ni_of(handle), 0, 0));
+    if (!ni)
+        return PTL_ARG_INVALID;
+    return xp_trig_post_call(ni, trig_ct_handle, threshold,
+                             &(xp_trig_call_t){.fire = trig_unlink_fire,
+                                               .arg = (void *)(uintptr_t)handle});
+}
+
+int PtlTriggeredMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
+                         ptl_list_t ptl_list, void *user_ptr, ptl_handle_me_t *me_handle,
+                         ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    if (!me)
+        return xp_ptl_initialized() ? PTL_ARG_INVALID : PTL_NO_INIT;
+    return trig_entry_append(ni_handle, pt_index, NULL, me, ptl_list, user_ptr, me_handle,
+                             trig_ct_handle, threshold);
+}
+
+int PtlTriggeredLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+                         ptl_list_t ptl_list, void *user_ptr, ptl_handle_le_t *le_handle,
+                         ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
+{
+    if (!le)
+        return xp_ptl_initialized() ? PTL_ARG_INVALID : PTL_NO_INIT;
+    return trig_entry_append(ni_handle, pt_index, le, NULL, ptl_list, user_ptr, le_handle,
+                             trig_ct_handle, threshold);
+}
+
+int PtlTriggeredMEUnlink(ptl_handle_me_t me_handle, ptl_handle_ct_t trig_ct_handle,
+                         ptl_size_t threshold)
+{
+    return trig_entry_unlink(me_handle, 1, trig_ct_handle, threshold);
+}
+
+int PtlTriggeredLEUnlink(ptl_handle_le_t le_handle, ptl_handle_ct_t trig_ct_handle,
+                         ptl_size_t threshold)
+{
+    return trig_entry_unlink(le_handle, 0, trig_ct_handle, threshold);
 }
 
 static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le_in,
@@ -480,6 +709,7 @@ static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
     pt = xp_pt_get(ni, pt_index);
     if (!pt)
         return PTL_ARG_INVALID;
+    xp_trig_defer_begin(); /* counting overflow events: see triggered.h */
     xp_match_header_t *h = xp_match_uh_find(&pt->table, &spec, NULL, NULL, NULL);
     while (h) {
         found = 1;
@@ -504,6 +734,7 @@ static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
         xp_pt_post_event(pt, &ev);
     }
     pthread_mutex_unlock(&pt->lock);
+    xp_trig_defer_end();
     return PTL_OK;
 }
 

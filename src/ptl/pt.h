@@ -23,6 +23,15 @@ typedef struct xp_pt {
     int table_ready;
 } xp_pt_t;
 
+/* Where an entry stands with a triggered append (PtlTriggeredMEAppend,
+ * PtlTriggeredLEAppend). Changed and read under the PT lock. */
+typedef enum {
+    XP_LE_LIVE = 0,  /* appended (or being appended): the ordinary state */
+    XP_LE_PENDING,   /* handle live, waiting for its trigger, in no list */
+    XP_LE_CANCELLED, /* unlinked while pending: handle freed, the memory
+                      * waits for the triggered append to fire or be dropped */
+} xp_le_trig_state_t;
+
 /* An LE or ME. */
 typedef struct xp_le {
     ptl_handle_any_t handle;
@@ -45,6 +54,7 @@ typedef struct xp_le {
     unsigned int uh_refs;
     int unlinked;
     int auto_free;
+    xp_le_trig_state_t trig_state;
 } xp_le_t;
 
 /* An unexpected header: a message that landed in an overflow-list entry,

@@ -18,6 +18,7 @@
 typedef struct trig_work {
     xp_trig_t *head, *tail;
     int draining;
+    int deferred; /* xp_trig_defer_begin depth */
 } trig_work_t;
 
 static __thread trig_work_t tls_work;
@@ -33,6 +34,8 @@ void xp_trig_discard(xp_trig_t *list, int release_ni)
 {
     while (list) {
         xp_trig_t *next = list->next;
+        if (list->kind == XP_TRIG_CALL && list->call.drop)
+            list->call.drop(list->call.arg, release_ni);
         trig_free(list, release_ni);
         list = next;
     }
@@ -89,10 +92,28 @@ static void issue(xp_trig_t *t)
                                t->length2, t->ack_req, t->target, t->pt_index, t->match_bits,
                                t->remote_offset, t->user_ptr, t->hdr_data, XP_PKT_F_XTQ);
         break;
+    case XP_TRIG_CALL:
+        rc = t->call.fire(t->call.arg);
+        break;
     }
     if (rc != PTL_OK)
         xp_warn("triggered operation (kind %d, threshold %llu) failed to issue: rc %d",
                 (int)t->kind, (unsigned long long)t->threshold, rc);
+}
+
+static void drain(trig_work_t *w)
+{
+    w->draining = 1;
+    while (w->head) {
+        xp_trig_t *t = w->head;
+        w->head = t->next;
+        if (!w->head)
+            w->tail = NULL;
+        t->next = NULL;
+        issue(t);
+        trig_free(t, 1);
+    }
+    w->draining = 0;
 }
 
 void xp_trig_run(xp_trig_t *ready)
@@ -109,19 +130,24 @@ void xp_trig_run(xp_trig_t *ready)
     else
         w->head = ready;
     w->tail = last;
-    if (w->draining)
-        return; /* an outer call on this thread issues them, in order */
-    w->draining = 1;
-    while (w->head) {
-        xp_trig_t *t = w->head;
-        w->head = t->next;
-        if (!w->head)
-            w->tail = NULL;
-        t->next = NULL;
-        issue(t);
-        trig_free(t, 1);
-    }
-    w->draining = 0;
+    /* An outer call on this thread issues them, in order: the one that is
+     * draining, or xp_trig_defer_end once the caller's PT lock is gone. */
+    if (w->draining || w->deferred)
+        return;
+    drain(w);
+}
+
+void xp_trig_defer_begin(void)
+{
+    tls_work.deferred++;
+}
+
+void xp_trig_defer_end(void)
+{
+    trig_work_t *w = &tls_work;
+
+    if (--w->deferred == 0 && !w->draining && w->head)
+        drain(w);
 }
 
 /* ------------------------------------------------------------------ API */
@@ -371,6 +397,24 @@ int PtlTriggeredXtqPut(ptl_handle_md_t cmd_md_handle, ptl_size_t cmd_offset, ptl
     t->length2 = payload_length;
     t->ack_req = ack_req;
     set_dest(t, target_id, pt_index, match_bits, remote_offset, user_ptr, hdr_data);
+    return trig_post(trig_ct_handle, t);
+}
+
+int xp_trig_post_call(xp_ni_t *ni, ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold,
+                      const xp_trig_call_t *call)
+{
+    xp_ni_t *ct_ni;
+    xp_trig_t *t = NULL;
+    int rc = trig_ni(trig_ct_handle, &ct_ni);
+
+    if (rc != PTL_OK)
+        return rc;
+    if (ct_ni != ni || !call || !call->fire)
+        return PTL_ARG_INVALID;
+    rc = trig_new(ni, XP_TRIG_CALL, threshold, &t);
+    if (rc != PTL_OK)
+        return rc;
+    t->call = *call;
     return trig_post(trig_ct_handle, t);
 }
 
