@@ -307,7 +307,10 @@ int PtlCTAlloc(ptl_handle_ni_t ni_handle, ptl_handle_ct_t *ct_handle)
     ct->ni = ni;
     __atomic_store_n(&ct->success, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ct->failure, 0, __ATOMIC_RELAXED);
-    ct->trig_head = ct->trig_tail = NULL;
+    /* Atomic: a thread counting through a stale handle of this slot reads
+     * trig_head without the lock (after_update). */
+    __atomic_store_n(&ct->trig_head, NULL, __ATOMIC_RELAXED);
+    ct->trig_tail = NULL;
     __atomic_store_n(&ct->handle, h, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ct->lock);
     *ct_handle = h;
