@@ -3,7 +3,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ptl/ct.h"
 #include "ptl/handle.h"
@@ -89,17 +93,77 @@ int xp_ptl_progress(void) { return 0; }
 void xp_ptl_notify(void) {}
 void xp_ptl_interrupt(void) { __atomic_store_n(&fake.aborted, 1, __ATOMIC_RELEASE); }
 
+void fake_backoff(unsigned attempt)
+{
+    if (attempt < 64) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Sleeps between looks (fake_backoff) as the real engine's waiters do, so
+ * that spinning waiters do not starve the threads they wait for. */
 xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
-    for (;;) {
-        if (pred(arg))
-            return XP_OK;
-        if (__atomic_load_n(&fake.aborted, __ATOMIC_ACQUIRE))
-            return XP_ERR_CANCELED;
-        if (deadline_ns != UINT64_MAX && xp_time_ns() >= deadline_ns)
-            return XP_ERR_TIMEOUT;
-        sched_yield();
+    xp_status_t st;
+
+    __atomic_add_fetch(&fake.waiters, 1, __ATOMIC_SEQ_CST);
+    for (unsigned attempt = 0;; attempt++) {
+        if (pred(arg)) {
+            st = XP_OK;
+            break;
+        }
+        if (__atomic_load_n(&fake.aborted, __ATOMIC_ACQUIRE)) {
+            st = XP_ERR_CANCELED;
+            break;
+        }
+        if (deadline_ns != UINT64_MAX && xp_time_ns() >= deadline_ns) {
+            st = XP_ERR_TIMEOUT;
+            break;
+        }
+        fake_backoff(attempt);
     }
+    __atomic_sub_fetch(&fake.waiters, 1, __ATOMIC_SEQ_CST);
+    return st;
+}
+
+int fake_await_waiters(int n, const char *what)
+{
+    uint64_t deadline = xp_time_ns() + FAKE_DEADLINE_NS;
+
+    for (unsigned attempt = 0; __atomic_load_n(&fake.waiters, __ATOMIC_SEQ_CST) < n; attempt++) {
+        if (xp_time_ns() >= deadline) {
+            fprintf(stderr, "fake engine: %s: %d thread(s) waiting after %llu s, expected %d\n",
+                    what, __atomic_load_n(&fake.waiters, __ATOMIC_SEQ_CST),
+                    FAKE_DEADLINE_NS / 1000000000ull, n);
+            return 0;
+        }
+        fake_backoff(attempt);
+    }
+    return 1;
+}
+
+/* The watchdog's phase; read by the signal handler only. */
+static const char *volatile watchdog_phase;
+
+static void on_watchdog(int sig)
+{
+    const char *p = watchdog_phase;
+    static const char msg[] = "watchdog: no progress, stuck in: ";
+
+    (void)sig;
+    if (write(2, msg, sizeof(msg) - 1) < 0 || write(2, p, strlen(p)) < 0 || write(2, "\n", 1) < 0)
+        _exit(1);
+    _exit(1);
+}
+
+void fake_watchdog(const char *phase, unsigned seconds)
+{
+    watchdog_phase = phase;
+    signal(SIGALRM, on_watchdog);
+    alarm(seconds);
 }
 
 static int record(int kind, ptl_handle_md_t md, ptl_size_t length, void *user_ptr,

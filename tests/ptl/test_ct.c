@@ -4,7 +4,6 @@
  * PtlCTFree, by abort), polling with timeouts, concurrent increments.
  */
 #include <pthread.h>
-#include <unistd.h>
 
 #include "objects_fake_engine.h"
 #include "ptl/ct.h"
@@ -82,12 +81,15 @@ typedef struct bump {
     ptl_handle_ct_t ct;
     int mode; /* 0: success x n; 1: one failure; 2: free the CT; 3: abort */
     int n;
+    int late; /* the main thread never got into its wait */
 } bump_t;
 
+/* Acts once the main thread is inside its wait, so the update, free or
+ * abort is always one that arrives during the wait. */
 static void *bumper(void *arg)
 {
     bump_t *b = arg;
-    usleep(20000);
+    b->late = !fake_await_waiters(1, "CT bumper");
     if (b->mode == 0) {
         for (int i = 0; i < b->n; i++)
             PtlCTInc(b->ct, one);
@@ -108,6 +110,7 @@ static int wait_with(bump_t *b, ptl_size_t test, ptl_ct_event_t *ev)
     pthread_create(&th, NULL, bumper, b);
     rc = PtlCTWait(b->ct, test, ev);
     pthread_join(th, NULL);
+    XP_CHECK(!b->late);
     return rc;
 }
 
@@ -119,20 +122,20 @@ static void test_wait(void)
 
     XP_REQUIRE(PtlCTAlloc(fake.ni[0].handle, &ct) == PTL_OK);
     XP_CHECK_EQ(PtlCTWait(ct, 0, &ev), PTL_OK); /* fast path */
-    b = (bump_t){ct, 0, 10};
+    b = (bump_t){ct, 0, 10, 0};
     XP_CHECK_EQ(wait_with(&b, 10, &ev), PTL_OK);
     XP_CHECK(ev.success >= 10);
     /* A failure ends the wait even though success never reaches the test. */
-    b = (bump_t){ct, 1, 0};
+    b = (bump_t){ct, 1, 0, 0};
     XP_CHECK_EQ(wait_with(&b, 1000, &ev), PTL_OK);
     XP_CHECK(ev.failure == 1 && ev.success == 10);
     XP_CHECK_EQ(PtlCTSet(ct, (ptl_ct_event_t){0, 0}), PTL_OK);
     /* Abort interrupts. */
-    b = (bump_t){ct, 3, 0};
+    b = (bump_t){ct, 3, 0, 0};
     XP_CHECK_EQ(wait_with(&b, 1000, &ev), PTL_INTERRUPTED);
     fake.aborted = 0;
     /* PtlCTFree from another thread interrupts. */
-    b = (bump_t){ct, 2, 0};
+    b = (bump_t){ct, 2, 0, 0};
     XP_CHECK_EQ(wait_with(&b, 1000, &ev), PTL_INTERRUPTED);
     XP_CHECK_EQ(PtlCTGet(ct, &ev), PTL_ARG_INVALID);
 }
@@ -169,12 +172,13 @@ static void test_poll(void)
     XP_CHECK_EQ(ev.success, 5);
     /* Woken by another thread, forever timeout. */
     {
-        bump_t b = {ct[1], 0, 5};
+        bump_t b = {ct[1], 0, 5, 0};
         pthread_t th;
         XP_CHECK_EQ(PtlCTSet(ct[2], (ptl_ct_event_t){0, 0}), PTL_OK);
         pthread_create(&th, NULL, bumper, &b);
         XP_CHECK_EQ(PtlCTPoll(ct, tests, 3, PTL_TIME_FOREVER, &ev, &which), PTL_OK);
         pthread_join(th, NULL);
+        XP_CHECK(!b.late);
         XP_CHECK_EQ(which, 1);
     }
     for (int i = 0; i < 3; i++)
@@ -213,8 +217,12 @@ int main(void)
     test_no_init();
     fake_init(4, 4, 100);
     test_errors_and_limits();
+    /* Backstop for the waits without a deadline of their own. */
+    fake_watchdog("test_wait", 40);
     test_wait();
+    fake_watchdog("test_poll", 40);
     test_poll();
+    fake_watchdog("", 0);
     test_concurrent();
     fake_fini();
     return xp_test_result();

@@ -5,7 +5,6 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "objects_fake_engine.h"
 #include "ptl/eq.h"
@@ -110,12 +109,15 @@ static void test_order_and_drop(void)
 typedef struct act {
     ptl_handle_eq_t h;
     int mode; /* 0: push one event; 1: free; 2: abort */
+    int late; /* the main thread never got into its wait */
 } act_t;
 
+/* Acts once the main thread is inside its wait, so the wake-up, interrupt
+ * or free is always one that arrives during the wait. */
 static void *actor(void *arg)
 {
     act_t *a = arg;
-    usleep(20000);
+    a->late = !fake_await_waiters(1, "EQ actor");
     if (a->mode == 0) {
         ptl_event_t e = ev_of(42);
         xp_eq_push(xp_eq_from_handle(a->h), &e);
@@ -151,39 +153,60 @@ static void test_wait_poll(void)
     XP_CHECK(xp_time_ns() - t0 >= 45000000ull);
     XP_CHECK_EQ(which, 99);
     /* An event on the second queue, delivered while polling forever. */
-    a = (act_t){h[1], 0};
+    a = (act_t){h[1], 0, 0};
     pthread_create(&th, NULL, actor, &a);
     XP_CHECK_EQ(PtlEQPoll(h, 2, PTL_TIME_FOREVER, &ev, &which), PTL_OK);
     pthread_join(th, NULL);
+    XP_CHECK(!a.late);
     XP_CHECK_EQ(which, 1);
     XP_CHECK_EQ(ev.hdr_data, 42);
     /* PtlEQWait woken by an event, interrupted by abort, then by a free. */
-    a = (act_t){h[0], 0};
+    a = (act_t){h[0], 0, 0};
     pthread_create(&th, NULL, actor, &a);
     XP_CHECK_EQ(PtlEQWait(h[0], &ev), PTL_OK);
     pthread_join(th, NULL);
-    a = (act_t){h[0], 2};
+    XP_CHECK(!a.late);
+    XP_CHECK_EQ(ev.hdr_data, 42);
+    a = (act_t){h[0], 2, 0};
     pthread_create(&th, NULL, actor, &a);
     XP_CHECK_EQ(PtlEQWait(h[0], &ev), PTL_INTERRUPTED);
     pthread_join(th, NULL);
+    XP_CHECK(!a.late);
     fake.aborted = 0;
-    a = (act_t){h[0], 1};
+    a = (act_t){h[0], 1, 0};
     pthread_create(&th, NULL, actor, &a);
     XP_CHECK_EQ(PtlEQWait(h[0], &ev), PTL_INTERRUPTED);
     pthread_join(th, NULL);
+    XP_CHECK(!a.late);
     XP_CHECK_EQ(PtlEQFree(h[1]), PTL_OK);
     XP_CHECK_EQ(PtlEQFree(other), PTL_OK);
 }
 
-/* Two producers, two consumers, a small queue: every event exactly once. */
-#define PER_PRODUCER 20000
+/* Two producers, two consumers, a small queue: every event exactly once.
+ * 10000 events wrap the 64-entry ring about 150 times; more only adds time
+ * on a loaded machine, where every preemption of a thread holding the EQ's
+ * mutex stalls the other three. Every loop stops at a shared deadline (a
+ * lost event would otherwise spin the others forever) and the test then
+ * says how far each side got. */
+#define PER_PRODUCER 5000
 typedef struct mpmc {
     ptl_handle_eq_t h;
+    uint64_t deadline;
     int producer;
+    int pushed[2];       /* per producer (atomic) */
     unsigned char *seen; /* 2 * PER_PRODUCER */
     int taken;
     int bad;
+    int expired;
 } mpmc_t;
+
+static int mpmc_expired(mpmc_t *m)
+{
+    if (xp_time_ns() < m->deadline)
+        return 0;
+    __atomic_store_n(&m->expired, 1, __ATOMIC_RELAXED);
+    return 1;
+}
 
 static void *producer(void *arg)
 {
@@ -192,8 +215,13 @@ static void *producer(void *arg)
     int id = __atomic_fetch_add(&m->producer, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < PER_PRODUCER; i++) {
         ptl_event_t e = ev_of((uint64_t)(id * PER_PRODUCER + i));
-        while (xp_eq_try_push(eq, &e) != 0)
-            sched_yield(); /* full: wait for the consumers (flow control) */
+        /* full: wait for the consumers (flow control) */
+        for (unsigned attempt = 0; xp_eq_try_push(eq, &e) != 0; attempt++) {
+            if (mpmc_expired(m))
+                return NULL;
+            fake_backoff(attempt);
+        }
+        __atomic_store_n(&m->pushed[id], i + 1, __ATOMIC_RELAXED);
     }
     return NULL;
 }
@@ -202,11 +230,12 @@ static void *consumer(void *arg)
 {
     mpmc_t *m = arg;
     ptl_event_t ev;
-    while (__atomic_load_n(&m->taken, __ATOMIC_RELAXED) < 2 * PER_PRODUCER) {
+    while (__atomic_load_n(&m->taken, __ATOMIC_RELAXED) < 2 * PER_PRODUCER && !mpmc_expired(m)) {
         int rc = PtlEQPoll(&m->h, 1, 10, &ev, &(unsigned int){0});
         if (rc == PTL_EQ_EMPTY)
             continue;
         if (rc != PTL_OK || ev.hdr_data >= 2 * PER_PRODUCER || m->seen[ev.hdr_data]++) {
+            fprintf(stderr, "mpmc: rc %d, event %llu\n", rc, (unsigned long long)ev.hdr_data);
             __atomic_add_fetch(&m->bad, 1, __ATOMIC_RELAXED);
             break;
         }
@@ -222,12 +251,17 @@ static void test_mpmc(void)
 
     m.seen = calloc(2 * PER_PRODUCER, 1);
     XP_REQUIRE(m.seen && PtlEQAlloc(fake.ni[0].handle, 64, &m.h) == PTL_OK);
+    m.deadline = xp_time_ns() + FAKE_DEADLINE_NS;
     pthread_create(&th[0], NULL, producer, &m);
     pthread_create(&th[1], NULL, producer, &m);
     pthread_create(&th[2], NULL, consumer, &m);
     pthread_create(&th[3], NULL, consumer, &m);
     for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
+    if (m.expired)
+        fprintf(stderr, "mpmc: deadline passed: pushed %d + %d of %d each, taken %d\n",
+                m.pushed[0], m.pushed[1], PER_PRODUCER, m.taken);
+    XP_CHECK_EQ(m.expired, 0);
     XP_CHECK_EQ(m.bad, 0);
     XP_CHECK_EQ(m.taken, 2 * PER_PRODUCER);
     XP_CHECK_EQ(PtlEQFree(m.h), PTL_OK);
@@ -248,8 +282,12 @@ int main(void)
     fake_init(4, 4, 100);
     test_errors();
     test_order_and_drop();
+    /* Backstop for the waits without a deadline of their own. */
+    fake_watchdog("test_wait_poll", 40);
     test_wait_poll();
+    fake_watchdog("test_mpmc", 40);
     test_mpmc();
+    fake_watchdog("", 0);
     fake_fini();
     return xp_test_result();
 }
