@@ -115,6 +115,25 @@ static void check_line(const char *text, size_t len)
     free(line);
 }
 
+#define SLOW_MAPPING_MS 100.0
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* xp_pmi_parse_mapping, and the CPU time it took in *ms. */
+static xp_status_t parse_mapping_timed(const char *map, int size, int *node_of, int *nn,
+                                       double *ms)
+{
+    double t0 = thread_cpu_ms();
+    xp_status_t st = xp_pmi_parse_mapping(map, size, node_of, nn);
+    *ms = thread_cpu_ms() - t0;
+    return st;
+}
+
 static void check_mapping(const char *text, size_t len, int size)
 {
     char *map = malloc(len + 1);
@@ -123,15 +142,24 @@ static void check_mapping(const char *text, size_t len, int size)
     memcpy(map, text, len);
     map[len] = '\0';
     int nn = -12345;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    xp_status_t st = xp_pmi_parse_mapping(map, size, node_of, &nn);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    /* A mapping value of at most a line must not cost a noticeable time. */
-    if (ms > 100.0) {
-        fprintf(stderr, "slow mapping (%.0f ms, size %d): %s\n", ms, size, map);
-        XP_CHECK(ms <= 100.0);
+    double ms;
+    xp_status_t st = parse_mapping_timed(map, size, node_of, &nn, &ms);
+    /* A mapping value of at most a line must not cost a noticeable time.
+     * Measured in CPU time of this thread, not wall-clock time: a test run
+     * beside others on a loaded machine is preempted for longer than this.
+     * A few more tries before failing take out a one-off stall (page faults,
+     * a cold cache after migration); a parser that walks a huge count is
+     * slow every time. */
+    for (int again = 0; ms > SLOW_MAPPING_MS && again < 3; again++) {
+        int nn2;
+        double ms2;
+        parse_mapping_timed(map, size, node_of, &nn2, &ms2);
+        if (ms2 < ms)
+            ms = ms2;
+    }
+    if (ms > SLOW_MAPPING_MS) {
+        fprintf(stderr, "slow mapping (%.0f ms CPU, size %d): %s\n", ms, size, map);
+        XP_CHECK(ms <= SLOW_MAPPING_MS);
     }
     if (st == XP_OK) {
         XP_CHECK(nn >= 1 && nn <= size);
