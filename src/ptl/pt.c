@@ -533,21 +533,22 @@ static int pending_link(void *arg)
     xp_le_t *le = arg;
     xp_pt_t *pt = entry_pt_lock(le);
     ptl_handle_any_t handle;
-    int rc = PTL_OK;
 
     if (le->trig_state == XP_LE_CANCELLED) {
         free(le);
     } else if (!pt->allocated || list_full(pt, le->ni)) {
         /* The PT was freed, or its lists filled up, since the post: the
-         * append fails and its handle dies (reported by triggered.c). */
-        rc = pt->allocated ? PTL_LIST_TOO_LONG : PTL_ARG_INVALID;
+         * append fails and its handle dies. */
+        xp_warn("triggered %s append on PT %u dropped when released (%s): handle %#x is no "
+                "longer valid", le->is_me ? "ME" : "LE", (unsigned)le->pt_index,
+                pt->allocated ? "list full" : "PT not allocated", le->handle);
         le_free(le);
     } else {
         le->trig_state = XP_LE_LIVE;
         entry_link_locked(pt, le, &handle);
     }
     pthread_mutex_unlock(&pt->lock);
-    return rc;
+    return PTL_OK; /* a failure is reported above */
 }
 
 /* Discarded unfired (PtlCTFree, PtlCTCancelTriggered, NI teardown). */

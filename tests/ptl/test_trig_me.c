@@ -275,6 +275,28 @@ static void test_unlink_pending(void)
     XP_CHECK_EQ(PtlCTFree(t2), PTL_OK);
 }
 
+/* The PT freed while an append waits: the fire fails (logged), the handle
+ * dies; an unlink before the fire still cancels it. */
+static void test_pt_freed(void)
+{
+    unsigned char a[16];
+    ptl_handle_me_t h1, h2;
+    ptl_pt_index_t pti;
+    ptl_handle_ct_t t = ct_new();
+    ptl_me_t me = me_init(a, sizeof a, 0x45, 0);
+
+    XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT + 1, &pti) == PTL_OK);
+    XP_CHECK_EQ(PtlTriggeredMEAppend(ni, PT + 1, &me, PTL_PRIORITY_LIST, a, &h1, t, 1), PTL_OK);
+    XP_CHECK_EQ(PtlTriggeredMEAppend(ni, PT + 1, &me, PTL_PRIORITY_LIST, a, &h2, t, 1), PTL_OK);
+    XP_CHECK_EQ(PtlPTFree(ni, PT + 1), PTL_OK); /* pending entries are in no list */
+    XP_CHECK_EQ(PtlMEUnlink(h2), PTL_OK);
+    fprintf(stderr, "(a warning about a triggered operation that failed is expected)\n");
+    inc(t);
+    XP_CHECK_EQ(PtlMEUnlink(h1), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMEUnlink(h2), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlCTFree(t), PTL_OK);
+}
+
 /* Chains through the engine: entry E1 (triggered by t) counts its arrivals
  * on c; c reaching 1 appends E2 and then sends a put into it. One PtlCTInc
  * and one put start it all; E2's append runs from the packet handler's
@@ -580,6 +602,7 @@ int main(void)
     test_append_consumes_overflow();
     test_unlink_at_threshold();
     test_unlink_pending();
+    test_pt_freed();
     test_chain();
     test_race();
     if (got.max_entries <= 256)
