@@ -4,10 +4,11 @@
 # A stall fails within --deadline-ms with a diagnostic, never a CTest timeout.
 if(TARGET xprun AND TARGET xp_ptl)
   _xp_test_target(stress_wake SOURCES ${CMAKE_CURRENT_LIST_DIR}/stress_wake.c LIBS xp_ptl)
-  # name | np | environment | arguments
+  # name | np | environment | arguments. inline_spin1_np3 stalled in 5 of 6
+  # runs before the deferred-answer fix (progress.c, DEFER_RETRY_NS).
   set(_stress_runs
     "thread_spin0_np2|2|XP_PROGRESS=thread,XP_SPIN_COUNT=0,XP_SHM_ASYM_FENCE=1|--seconds,0.7"
-    "inline_spin1_np3|3|XP_PROGRESS=inline,XP_SPIN_COUNT=1,XP_SHM_ASYM_FENCE=1,XP_SHM_RING_SIZE=131072|--seconds,0.7,--helper,--flood-every,8,--flood,600"
+    "inline_spin1_np3|3|XP_PROGRESS=inline,XP_SPIN_COUNT=1,XP_SHM_ASYM_FENCE=1,XP_SHM_RING_SIZE=131072|--seconds,1,--flood-every,2,--flood,2000"
     "inline_spin10_np2|2|XP_PROGRESS=inline,XP_SPIN_COUNT=10,XP_SHM_ASYM_FENCE=0,XP_SHM_RING_SIZE=131072|--seconds,0.7,--flood-every,8,--flood,600"
     "thread_spin0_np4|4|XP_PROGRESS=thread,XP_SPIN_COUNT=0,XP_SHM_ASYM_FENCE=0|--seconds,0.7,--helper")
   foreach(_run ${_stress_runs})
