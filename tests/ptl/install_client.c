@@ -8,14 +8,18 @@
  * rank's matching entry and waits for the neighbour's value on a counter.
  * Prints "install_client: ok" on rank 0 when every rank succeeded.
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
 #include <portals4.h>
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define PT_REQ   5
 #define TAG      0x1234abcdull
+#define MAX_TRIES 20000
 
 #define CHECK(call)                                                          \
     do {                                                                     \
@@ -71,12 +75,22 @@ int main(void)
                     .ct_handle = send_ct };
     CHECK(PtlMDBind(ni, &md, &md_h));
 
+    /* Nothing tells this rank that the neighbour has appended its entry yet:
+     * a put that arrives first is dropped and acknowledged as a failure
+     * (PTL_NI_DROPPED). Send again until one succeeds, as a client without
+     * a barrier must; give up after about 20 s. */
     peer.rank = (me.rank + 1) % (ptl_rank_t)nranks;
-    CHECK(PtlPut(md_h, 0, sizeof outbox, PTL_ACK_REQ, peer, pt, TAG, 0, NULL, 0));
-    CHECK(PtlCTWait(send_ct, 1, &ct));
-    if (ct.failure) {
-        fprintf(stderr, "install_client: put failed\n");
-        return 1;
+    for (int tries = 1;; tries++) {
+        CHECK(PtlPut(md_h, 0, sizeof outbox, PTL_ACK_REQ, peer, pt, TAG, 0, NULL, 0));
+        CHECK(PtlCTWait(send_ct, 1, &ct)); /* the ACK, successful or not */
+        if (ct.success == 1 && ct.failure == 0)
+            break;
+        if (tries == MAX_TRIES) {
+            fprintf(stderr, "install_client: put failed %d times\n", tries);
+            return 1;
+        }
+        CHECK(PtlCTSet(send_ct, (ptl_ct_event_t){0, 0})); /* a failure ends every wait */
+        nanosleep(&(struct timespec){0, 1000000}, NULL); /* back off 1 ms */
     }
     CHECK(PtlCTWait(recv_ct, 1, &ct));
     ptl_rank_t from = (me.rank + (ptl_rank_t)nranks - 1) % (ptl_rank_t)nranks;
