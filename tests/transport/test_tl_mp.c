@@ -170,15 +170,23 @@ static void check_wakeup(rx_t *rx)
         }
     } else if (me == 0) {
         long want = rx->count + ROUNDS;
-        uint64_t t0 = xp_time_ns();
         for (int i = 0; rx->count < want; i++) {
+            long before = rx->count;
+            uint64_t t0 = xp_time_ns();
             xp_status_t st = xp_tl_wait(pending_pred, NULL, xp_deadline_ns(5000));
             XP_CHECK_EQ(st, XP_OK);
-            if (i == 0)
-                XP_CHECK(xp_time_ns() - t0 >= 20000000ull);
-            if (st != XP_OK)
+            if (st != XP_OK) {
+                fprintf(stderr, "rank 0: wait %d: status %d after %.3f s, %ld of %d packets\n", i,
+                        st, (double)(xp_time_ns() - t0) * 1e-9, ROUNDS - (want - rx->count),
+                        ROUNDS);
                 break;
+            }
             xp_tl_progress();
+            /* The first wake-up brings rank 1's packets, not something else
+             * pending. (Not a time bound: a rank 0 preempted for longer than
+             * rank 1's 50 ms head start finds packets there before it waits.) */
+            if (i == 0)
+                XP_CHECK(rx->count > before);
         }
         XP_CHECK_EQ(rx->bad, 0);
     }
