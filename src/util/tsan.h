@@ -5,14 +5,16 @@
  * the barrier puts into that buffer, the progress thread's write is ordered
  * after the main thread's by a chain through the other process (barrier
  * message, then the peer's packet in our inbox), which TSan cannot see: it
- * reports a race that is not one. The runtime therefore "releases" the
- * process's causality token when a message leaves through the bootstrap
- * (xp_barrier), and the transport layer "acquires" it before it hands an
- * arrived packet to the engine. This over-approximates (a packet the peer
- * sent before it saw our barrier is also taken as ordered after it) but
- * only for what a thread did before it entered a barrier; races between the
- * threads of one process around the engine's own state stay visible.
- * Everything here compiles to nothing without -fsanitize=thread. */
+ * reports a race that is not one. The same holds for a packet a peer sends
+ * in answer to ours (a bulk transfer the target asks us to help with). So
+ * the process's causality token is "released" whenever a message leaves
+ * (xp_barrier, xp_tl_send) and "acquired" whenever the transport layer polls
+ * for arrivals (xp_tl_progress, before the transports copy anything). This
+ * over-approximates: a packet that was not caused by our message is also
+ * taken as ordered after it, which can hide a race between a write a thread
+ * made before it sent something and the progress thread's later work. A
+ * write made after a thread's last send, or never followed by one, is still
+ * checked. Everything here compiles to nothing without -fsanitize=thread. */
 #ifndef XP_UTIL_TSAN_H
 #define XP_UTIL_TSAN_H
 
