@@ -43,7 +43,7 @@ check-sanitize: deps
 check-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DXP_SANITIZE=thread -DXP_ENABLE_CUDA=OFF -DXP_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(BUILD)-tsan -j$(JOBS)
-	ctest --test-dir $(BUILD)-tsan --output-on-failure -j$(JOBS) -L unit --timeout 300
+	ctest --test-dir $(BUILD)-tsan --output-on-failure -j$(JOBS) --timeout 300
 
 bench: install
 	@for b in $(PREFIX)/libexec/xportals/ptl_*; do [ -x "$$b" ] && $(PREFIX)/bin/xprun -n 2 "$$b"; done
