@@ -310,6 +310,10 @@ static int eq_take_any(eq_wait_t *w, ptl_event_t *event, unsigned int *which)
 static int eq_wait_any(eq_wait_t *w, uint64_t deadline_ns, ptl_event_t *event,
                        unsigned int *which)
 {
+    /* Move the engine even when an event is ready: with XP_PROGRESS=inline a
+     * loop that makes local events (PtlMESearch probes) and takes them would
+     * otherwise never handle an arrival. An idle look is a few loads. */
+    xp_ptl_progress();
     for (;;) {
         xp_status_t st;
         int rc = eq_take_any(w, event, which);
