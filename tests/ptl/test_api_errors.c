@@ -11,8 +11,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "ptl/engine.h" /* xp_ptl_state: how many threads wait (abort_waiters) */
+#include "util/clock.h"
 #include "xp_test.h"
 
 #define NL (PTL_NI_NO_MATCHING | PTL_NI_LOGICAL)
@@ -649,6 +652,15 @@ static void *ct_waiter(void *arg)
     return NULL;
 }
 
+/* Application threads inside xp_ptl_wait_until past their first look at
+ * the condition, spinning or asleep: from then on a PtlAbort ends their wait. */
+static int threads_waiting(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    return __atomic_load_n(&st->active_waiters, __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&st->app_sleepers, __ATOMIC_ACQUIRE);
+}
+
 /* PtlAbort wakes every blocked waiter with PTL_INTERRUPTED. */
 static void abort_waiters(ptl_handle_ni_t ni)
 {
@@ -659,7 +671,15 @@ static void abort_waiters(ptl_handle_ni_t ni)
     w.eq_rc = w.ct_rc = -1;
     XP_REQUIRE(pthread_create(&t1, NULL, eq_waiter, &w) == 0);
     XP_REQUIRE(pthread_create(&t2, NULL, ct_waiter, &w) == 0);
-    usleep(50000);
+    /* Abort once both threads are blocked, not after a sleep: PtlAbort ends
+     * the waits in progress, and a thread that reached PtlEQWait after it
+     * (a loaded machine) waited forever. */
+    uint64_t deadline = xp_time_ns() + 20000000000ull;
+    while (threads_waiting() < 2 && xp_time_ns() < deadline)
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    if (threads_waiting() < 2)
+        fprintf(stderr, "abort_waiters: after 20 s, %d of 2 threads wait\n", threads_waiting());
+    XP_REQUIRE(threads_waiting() >= 2);
     XP_CHECK_EQ(PtlAbort(), PTL_OK);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
