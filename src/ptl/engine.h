@@ -45,6 +45,7 @@
 #include "ptl/handle.h"
 #include "ptl/ni.h"
 #include "util/atomic.h"
+#include "util/context.h"
 #include "xportals/status.h"
 
 /* ---------------------------------------------------------------- packets */
@@ -151,7 +152,14 @@ typedef struct xp_ptl_state {
     void (*xtq_ni_fini)(ptl_handle_ni_t ni); /* the NI is being destroyed */
 } xp_ptl_state_t;
 
-xp_ptl_state_t *xp_ptl_state(void);
+/* The process state, created on first use (NULL only when out of memory). */
+xp_ptl_state_t *xp_ptl_state_create(void);
+/* Inline: the engine asks for it several times per packet and per idle poll. */
+static inline xp_ptl_state_t *xp_ptl_state(void)
+{
+    xp_ptl_state_t *st = __atomic_load_n(&xp_ctx.ptl, __ATOMIC_ACQUIRE);
+    return __builtin_expect(st != NULL, 1) ? st : xp_ptl_state_create();
+}
 
 /* The packet handler (registered with xp_tl_init). */
 void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len);

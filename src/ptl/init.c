@@ -17,7 +17,7 @@
 
 /* The state is created once and kept for the life of the process (PtlFini
  * only drops it back to "not initialised"), so its locks are always valid. */
-xp_ptl_state_t *xp_ptl_state(void)
+xp_ptl_state_t *xp_ptl_state_create(void)
 {
     xp_ptl_state_t *st = __atomic_load_n(&xp_ctx.ptl, __ATOMIC_ACQUIRE);
     if (st)

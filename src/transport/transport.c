@@ -59,6 +59,11 @@ struct xp_tl_state {
     tl_route_t *routes;      /* one per rank */
     xp_doorbell_t local_doorbell; /* when no transport offers a shared one */
     long spins;              /* xp_tl_spin_count() */
+    /* xp_tl_pending's table, built once: waiters call it in every spin. */
+    int npending;            /* open transports with a pending() */
+    int always_pending;      /* one has none: it may always have work */
+    int (*pending_fn[TL_MAX_OPEN])(xp_tl_t *tl);
+    xp_tl_t *pending_tl[TL_MAX_OPEN];
 };
 
 const char *const *xp_tl_names(void)
@@ -142,6 +147,17 @@ static void build_routes(struct xp_tl_state *st)
                                          OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps};
             break;
         }
+    }
+    st->npending = 0;
+    st->always_pending = 0;
+    for (int i = 0; i < st->nopen; i++) {
+        const xp_tl_ops_t *ops = st->open[i].ops;
+        if (!OPS_HAS(ops, pending)) {
+            st->always_pending = 1;
+            continue;
+        }
+        st->pending_fn[st->npending] = ops->pending;
+        st->pending_tl[st->npending++] = st->open[i].tl;
     }
     /* The process doorbell must be one that peers can ring. */
     st->params.doorbell = &st->local_doorbell;
@@ -268,11 +284,11 @@ int xp_tl_pending(void)
     struct xp_tl_state *st = xp_ctx.tl;
     if (!st)
         return 0;
-    for (int i = 0; i < st->nopen; i++) {
-        const xp_tl_ops_t *ops = st->open[i].ops;
-        if (!OPS_HAS(ops, pending) || ops->pending(st->open[i].tl))
+    if (st->always_pending)
+        return 1;
+    for (int i = 0; i < st->npending; i++)
+        if (st->pending_fn[i](st->pending_tl[i]))
             return 1;
-    }
     return 0;
 }
 
