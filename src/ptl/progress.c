@@ -162,10 +162,6 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
             rc = XP_ERR_TIMEOUT;
             goto done_active;
         }
-        /* Two pauses: in the far core-to-core state a tighter poll of the
-         * ring's head cell slowed the sender's write to it (8 B ping-pong
-         * median 0.46 -> 0.44 us, docs/performance-notes.md, round 2). */
-        xp_cpu_relax();
         xp_cpu_relax();
     }
     __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
