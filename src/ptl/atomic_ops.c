@@ -204,7 +204,8 @@ XP_DEFINE_COMPLEX_COMBINE(combine_ldc, xp_ldcomplex_t)
  * (elements of at most 8 bytes, aligned target) retries a compare-and-swap on
  * the element's bytes; comparing bytes, not values, also terminates for NaN.
  */
-#define XP_DEFINE_APPLY(NAME, T, U, COMBINE)                                    \
+/* The plain loop: the caller serialises (or the element cannot be CASed). */
+#define XP_DEFINE_PLAIN_LOOP(NAME, T, COMBINE)                                  \
     static void NAME##_plain(ptl_op_t op, char *t, const char *s, T o,          \
                              size_t n, char *f)                                 \
     {                                                                           \
@@ -217,7 +218,18 @@ XP_DEFINE_COMPLEX_COMBINE(combine_ldc, xp_ldcomplex_t)
             d = COMBINE(op, d, x, o);                                           \
             memcpy(t + i * sizeof(T), &d, sizeof(T));                           \
         }                                                                       \
-    }                                                                           \
+    }
+
+/* The operand (one element, zero when absent) as a value of type T. */
+#define XP_LOAD_OPERAND(T, o, operand)                                          \
+    do {                                                                        \
+        memset(&(o), 0, sizeof(o));                                             \
+        if (operand)                                                            \
+            memcpy(&(o), (operand), sizeof(T));                                 \
+    } while (0)
+
+#define XP_DEFINE_APPLY(NAME, T, U, COMBINE)                                    \
+    XP_DEFINE_PLAIN_LOOP(NAME, T, COMBINE)                                      \
     static void NAME##_atomic(ptl_op_t op, char *t, const char *s, T o,         \
                               size_t n, char *f)                                \
     {                                                                           \
@@ -243,9 +255,7 @@ XP_DEFINE_COMPLEX_COMBINE(combine_ldc, xp_ldcomplex_t)
         T o;                                                                    \
         size_t n = len / sizeof(T);                                             \
         _Static_assert(sizeof(T) == sizeof(U), "CAS word must match element");  \
-        memset(&o, 0, sizeof(o));                                               \
-        if (operand)                                                            \
-            memcpy(&o, operand, sizeof(T));                                     \
+        XP_LOAD_OPERAND(T, o, operand);                                         \
         if (!plain && ((uintptr_t)target % sizeof(T)) == 0)                     \
             NAME##_atomic(op, target, data, o, n, fetch);                       \
         else                                                                    \
@@ -254,27 +264,13 @@ XP_DEFINE_COMPLEX_COMBINE(combine_ldc, xp_ldcomplex_t)
 
 /* Elements over 8 bytes never take the CAS path: no lock-free 16-byte CAS. */
 #define XP_DEFINE_APPLY_PLAIN(NAME, T, COMBINE)                                 \
-    static void NAME##_plain(ptl_op_t op, char *t, const char *s, T o,          \
-                             size_t n, char *f)                                 \
-    {                                                                           \
-        if (f)                                                                  \
-            memcpy(f, t, n * sizeof(T));                                        \
-        for (size_t i = 0; i < n; i++) {                                        \
-            T d, x;                                                             \
-            memcpy(&d, t + i * sizeof(T), sizeof(T));                           \
-            memcpy(&x, s + i * sizeof(T), sizeof(T));                           \
-            d = COMBINE(op, d, x, o);                                           \
-            memcpy(t + i * sizeof(T), &d, sizeof(T));                           \
-        }                                                                       \
-    }                                                                           \
+    XP_DEFINE_PLAIN_LOOP(NAME, T, COMBINE)                                      \
     static void NAME(ptl_op_t op, void *target, const void *data,               \
                      const void *operand, size_t len, void *fetch, int plain)   \
     {                                                                           \
         T o;                                                                    \
         (void)plain;                                                            \
-        memset(&o, 0, sizeof(o));                                               \
-        if (operand)                                                            \
-            memcpy(&o, operand, sizeof(T));                                     \
+        XP_LOAD_OPERAND(T, o, operand);                                         \
         NAME##_plain(op, target, data, o, len / sizeof(T), fetch);              \
     }
 
