@@ -363,6 +363,26 @@ static int make_segs(const xp_md_t *md, ptl_size_t off, ptl_size_t len, xp_seg_t
     return n;
 }
 
+/* Describe [local_offset, +length) of md as RMA segments in h and segs, for a
+ * transfer too large for one packet. Returns the segment count, or
+ * -PTL_FAIL when the transport to rank cannot do single-copy RMA
+ * (fragmentation is not implemented), or -PTL_ARG_INVALID. */
+static int rma_segs(const char *call, int rank, xp_md_t *md, ptl_size_t local_offset,
+                    ptl_size_t length, xp_pkt_t *h, xp_seg_t *segs)
+{
+    if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA)) {
+        xp_error("%s: %zu bytes with rank %d need single-copy RMA, which this transport "
+                 "lacks (fragmentation is not implemented)", call, (size_t)length, rank);
+        return -PTL_FAIL;
+    }
+    int n = make_segs(md, local_offset, length, segs);
+    if (n < 0)
+        return -PTL_ARG_INVALID;
+    h->flags |= XP_PKT_F_RMA;
+    h->nseg = (uint32_t)n;
+    return n;
+}
+
 static int check_range(const xp_md_t *md, ptl_size_t off, ptl_size_t len)
 {
     return off <= md->region.length && len <= md->region.length - off &&
@@ -418,17 +438,9 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     }
     if (rma) {
         xp_seg_t segs[MAX_SEGS];
-        int n;
-        if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA)) {
-            xp_error("PtlPut: %zu bytes to rank %d need single-copy RMA, which this transport "
-                     "lacks (fragmentation is not implemented)", (size_t)length, rank);
-            return PTL_FAIL;
-        }
-        n = make_segs(md, local_offset, length, segs);
+        int n = rma_segs("PtlPut", rank, md, local_offset, length, &h, segs);
         if (n < 0)
-            return PTL_ARG_INVALID;
-        h.flags |= XP_PKT_F_RMA;
-        h.nseg = (uint32_t)n;
+            return -n; /* the Portals error code */
         /* The SEND event waits for the target's completion (it reads our buffer). */
         __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
         rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
@@ -534,16 +546,9 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     pkt_init(&h, XP_PKT_GET, md, pt_index, match_bits, remote_offset, user_ptr, 0, length);
     h.local_offset = local_offset;
     if (length > xp_eng_inline_max(rank)) {
-        if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA)) {
-            xp_error("PtlGet: %zu bytes from rank %d need single-copy RMA, which this transport "
-                     "lacks", (size_t)length, rank);
-            return PTL_FAIL;
-        }
-        n = make_segs(md, local_offset, length, segs);
+        n = rma_segs("PtlGet", rank, md, local_offset, length, &h, segs);
         if (n < 0)
-            return PTL_ARG_INVALID;
-        h.flags |= XP_PKT_F_RMA;
-        h.nseg = (uint32_t)n;
+            return -n; /* the Portals error code */
     }
     __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
     rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
