@@ -5,6 +5,7 @@
 
 #include "runtime/kv_codec.h"
 #include "xportals/xp.h"
+#include "util/hash.h"
 
 static const char alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -71,19 +72,11 @@ xp_status_t xp_kv_decode(const char *text, size_t textlen, void *out, size_t cap
     return XP_OK;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 void xp_kv_wire_key(int rank, const char *key, size_t maxlen, char *out)
 {
     int n = snprintf(out, maxlen + 1, "%d/%s", rank, key);
     if (n < 0 || (size_t)n > maxlen)
-        snprintf(out, maxlen + 1, "%d/#%016llx", rank, (unsigned long long)fnv1a(key));
+        snprintf(out, maxlen + 1, "%d/#%016llx", rank, (unsigned long long)xp_hash_string(key));
 }
 
 int xp_kv_key_ok(const char *key)

@@ -21,6 +21,7 @@
 #include "util/context.h"
 #include "util/log.h"
 #include "util/tsan.h"
+#include "util/hash.h"
 
 #define HOST_MAX 255
 #define PROC_KEY "xp.proc" /* value: uint32 pid, then the host name */
@@ -80,21 +81,13 @@ static xp_status_t choose_backend(const xp_boot_ops_t **out)
     }
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 /* Keep letters, digits, '-' and '_' so the id can name files and segments;
  * a name too long keeps its start and a hash of the whole, to stay unique. */
 static void sanitize_job_id(const char *raw, char *out)
 {
     char full[sizeof ((xp_boot_info_t *)0)->job_id + 20];
     if (strlen(raw) > XP_JOB_ID_MAX)
-        snprintf(full, sizeof full, "%.31s_%016llx", raw, (unsigned long long)fnv1a(raw));
+        snprintf(full, sizeof full, "%.31s_%016llx", raw, (unsigned long long)xp_hash_string(raw));
     else
         snprintf(full, sizeof full, "%s", raw);
     size_t n = 0;

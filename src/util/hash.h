@@ -48,6 +48,16 @@ static inline uint64_t xp_hash_combine(uint64_t h, uint64_t v)
     return xp_hash64((h * 0x9e3779b97f4a7c15ull) ^ xp_hash64(v));
 }
 
+/* FNV-1a of a NUL-terminated string: stable across processes and builds, so
+ * it can name things that peers must agree on (launcher keys, job ids). */
+static inline uint64_t xp_hash_string(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
 typedef struct xp_hash_slot {
     uint64_t key;
     void *value;
