@@ -35,13 +35,25 @@ static xp_status_t map_fd(int fd, size_t size, xp_shm_seg_hdr_t **out)
     return XP_OK;
 }
 
-static int open_exclusive(const char *name)
+int xp_shm_create_sized(const char *name, size_t size, xp_status_t *st)
 {
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0 && errno == EEXIST) {
         xp_warn("replacing stale shared-memory segment %s", name);
         shm_unlink(name);
         fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    }
+    if (fd < 0) {
+        xp_log_errno(XP_LOG_ERROR, "shm_open(%s)", name);
+        *st = errno == EACCES ? XP_ERR_PERMISSION : XP_ERR_IO;
+        return -1;
+    }
+    if (ftruncate(fd, (off_t)size) < 0) {
+        xp_log_errno(XP_LOG_ERROR, "ftruncate(%s, %zu)", name, size);
+        close(fd);
+        shm_unlink(name);
+        *st = XP_ERR_NO_RESOURCE;
+        return -1;
     }
     return fd;
 }
@@ -51,16 +63,10 @@ xp_status_t xp_shm_seg_create(const char *name, uint32_t ncells, xp_shm_seg_t *s
     if (!name || strlen(name) >= XP_SHM_NAME_MAX || ncells < 16 || (ncells & (ncells - 1)))
         return XP_ERR_INVALID;
     size_t size = seg_bytes(ncells);
-    int fd = open_exclusive(name);
-    if (fd < 0) {
-        xp_log_errno(XP_LOG_ERROR, "shm_open(%s)", name);
-        return errno == EACCES ? XP_ERR_PERMISSION : XP_ERR_IO;
-    }
-    xp_status_t st = XP_ERR_NO_RESOURCE;
-    if (ftruncate(fd, (off_t)size) < 0) {
-        xp_log_errno(XP_LOG_ERROR, "ftruncate(%s, %zu)", name, size);
-        goto err_unlink;
-    }
+    xp_status_t st;
+    int fd = xp_shm_create_sized(name, size, &st);
+    if (fd < 0)
+        return st;
     xp_shm_seg_hdr_t *hdr;
     st = map_fd(fd, size, &hdr);
     if (st != XP_OK)

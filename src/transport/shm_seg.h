@@ -46,6 +46,10 @@ typedef struct xp_shm_seg {
 
 /* Create (exclusively; a stale name from a crashed run is replaced) and map a
  * segment with a ring of ncells cells (power of two). */
+/* Create the shared-memory object `name` with `size` bytes, replacing a stale
+ * one a crashed job left behind. Returns its descriptor, or -1 with *st set
+ * (the error is logged). Used for inboxes and for the shared heap. */
+int xp_shm_create_sized(const char *name, size_t size, xp_status_t *st);
 xp_status_t xp_shm_seg_create(const char *name, uint32_t ncells, xp_shm_seg_t *seg);
 /* Map a peer's segment by name and check it. */
 xp_status_t xp_shm_seg_attach(const char *name, xp_shm_seg_t *seg);

@@ -28,21 +28,10 @@ xp_status_t xp_shmheap_create(const char *name, size_t size, xp_shmheap_t *heap)
     if (!name || !heap || strlen(name) >= XP_SHM_NAME_MAX || !size || size % page)
         return XP_ERR_INVALID;
     memset(heap, 0, sizeof *heap);
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 && errno == EEXIST) {
-        xp_warn("replacing stale shared heap %s", name);
-        shm_unlink(name);
-        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    }
-    if (fd < 0) {
-        xp_log_errno(XP_LOG_ERROR, "shm_open(%s)", name);
-        return errno == EACCES ? XP_ERR_PERMISSION : XP_ERR_IO;
-    }
-    xp_status_t st = XP_ERR_NO_RESOURCE;
-    if (ftruncate(fd, (off_t)size) < 0) {
-        xp_log_errno(XP_LOG_ERROR, "ftruncate(%s, %zu)", name, size);
-        goto err_unlink;
-    }
+    xp_status_t st;
+    int fd = xp_shm_create_sized(name, size, &st);
+    if (fd < 0)
+        return st;
     st = map_heap(fd, size, &heap->base);
     if (st != XP_OK)
         goto err_unlink;
