@@ -217,6 +217,23 @@ static void match(req_t *r)
 }
 
 /* Move the data of a put (inline copy or RMA read from the initiator). */
+/* The initiator's segments (carried in the payload of an RMA request), cut
+ * to the matched length, as an iovec of its address space. */
+static int initiator_iov(const req_t *r, struct iovec *remote)
+{
+    const xp_seg_t *segs = (const xp_seg_t *)r->payload;
+    int nr = 0;
+    ptl_size_t left = r->mlength;
+    for (uint32_t i = 0; i < r->h->nseg && left > 0 && nr < MAX_IOV; i++) {
+        size_t l = segs[i].len < left ? segs[i].len : left;
+        remote[nr].iov_base = (void *)(uintptr_t)segs[i].addr;
+        remote[nr].iov_len = l;
+        nr++;
+        left -= l;
+    }
+    return nr;
+}
+
 static void deliver_put(req_t *r)
 {
     const xp_pkt_t *h = r->h;
@@ -228,16 +245,7 @@ static void deliver_put(req_t *r)
     }
     struct iovec local[MAX_IOV], remote[MAX_IOV];
     int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
-    const xp_seg_t *segs = (const xp_seg_t *)r->payload;
-    int nr = 0;
-    ptl_size_t left = r->mlength;
-    for (uint32_t i = 0; i < h->nseg && left > 0 && nr < MAX_IOV; i++) {
-        size_t l = segs[i].len < left ? segs[i].len : left;
-        remote[nr].iov_base = (void *)(uintptr_t)segs[i].addr;
-        remote[nr].iov_len = l;
-        nr++;
-        left -= l;
-    }
+    int nr = initiator_iov(r, remote);
     if (nl < 0 || xp_tl_readv(r->src, local, nl, remote, nr) != XP_OK) {
         xp_error("put from rank %d: single-copy read of %zu bytes failed", r->src,
                  (size_t)r->mlength);
@@ -257,16 +265,7 @@ static void serve_get(req_t *r)
     }
     struct iovec local[MAX_IOV], remote[MAX_IOV];
     int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
-    const xp_seg_t *segs = (const xp_seg_t *)r->payload;
-    int nr = 0;
-    ptl_size_t left = r->mlength;
-    for (uint32_t i = 0; i < h->nseg && left > 0 && nr < MAX_IOV; i++) {
-        size_t l = segs[i].len < left ? segs[i].len : left;
-        remote[nr].iov_base = (void *)(uintptr_t)segs[i].addr;
-        remote[nr].iov_len = l;
-        nr++;
-        left -= l;
-    }
+    int nr = initiator_iov(r, remote);
     if (r->mlength && (nl < 0 || xp_tl_writev(r->src, local, nl, remote, nr) != XP_OK)) {
         xp_error("get from rank %d: single-copy write of %zu bytes failed", r->src,
                  (size_t)r->mlength);
