@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/boot.h"
@@ -33,6 +34,9 @@
 typedef struct pmi1 {
     pthread_mutex_t lock; /* one request/answer at a time */
     int fd;
+    int own_fd; /* 1: we connected to PMI_PORT; 0: inherited PMI_FD */
+    dev_t fd_dev; /* identity of the inherited socket, to finalize at exit */
+    ino_t fd_ino;
     int rank;
     int timeout_ms;
     char kvsname[KVSNAME_MAX];
@@ -235,6 +239,7 @@ static xp_status_t open_channel(pmi1_t *p, xp_boot_info_t *info)
         xp_status_t st = connect_port(port, &p->fd);
         if (st != XP_OK)
             return st;
+        p->own_fd = 1;
         const char *id = getenv("PMI_ID");
         if (id && *id)
             return initack(p, id, info);
@@ -307,7 +312,7 @@ static xp_status_t pmi1_init(int timeout_s, void **state, xp_boot_info_t *info)
         st = XP_ERR_PROTOCOL;
     }
     if (st != XP_OK) {
-        if (p->fd >= 0 && !getenv("PMI_FD"))
+        if (p->own_fd)
             close(p->fd);
         free(p);
         return st;
@@ -477,15 +482,56 @@ static void pmi1_abort(void *state, int code, const char *msg)
     (void)write_all(p->fd, req, strlen(req));
 }
 
+/* At exit: finalize the inherited PMI_FD if it is still the socket we were
+ * given. An MPI library or OpenSHMEM's PMI client that shares it finalizes
+ * and closes it itself (then the descriptor is gone or reused, and we stay
+ * quiet); alone, we owe the launcher the finalize that Hydra waits for
+ * before it treats an exit as normal. */
+static void finalize_at_exit(void)
+{
+    pmi1_t *p = xp_ctx.pmi1_exit;
+    struct stat sb;
+    if (!p || fstat(p->fd, &sb) != 0 || sb.st_dev != p->fd_dev || sb.st_ino != p->fd_ino)
+        return;
+    char line[XP_PMI_MAXLINE];
+    xp_pmi_msg_t msg;
+    __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE); /* Portals may be gone */
+    pthread_mutex_lock(&p->lock);
+    (void)request(p, "cmd=finalize\n", "finalize_ack", line, sizeof line, &msg, 5000);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* PMI_FD is the process's one channel to the launcher, and other PMI clients
+ * in the process (an MPI library, OpenSHMEM's own PMI client) speak on it
+ * too: finalizing or closing it now would cut them off. So an inherited
+ * channel is finalized at exit (finalize_at_exit), and only a connection we
+ * opened ourselves (PMI_PORT) is finalized and closed here. */
 static void pmi1_finalize(void *state)
 {
     pmi1_t *p = state;
     char line[XP_PMI_MAXLINE];
     xp_pmi_msg_t msg;
-    pthread_mutex_lock(&p->lock);
-    (void)request(p, "cmd=finalize\n", "finalize_ack", line, sizeof line, &msg, p->timeout_ms);
-    pthread_mutex_unlock(&p->lock);
-    close(p->fd);
+    struct stat sb;
+    if (!p->own_fd && fstat(p->fd, &sb) == 0) {
+        pmi1_t *old = xp_ctx.pmi1_exit;
+        p->fd_dev = sb.st_dev;
+        p->fd_ino = sb.st_ino;
+        p->rlen = 0;
+        xp_ctx.pmi1_exit = p; /* xp_finalize is not concurrent with anything */
+        if (old) {
+            pthread_mutex_destroy(&old->lock);
+            free(old);
+        } else {
+            atexit(finalize_at_exit);
+        }
+        return;
+    }
+    if (p->own_fd) {
+        pthread_mutex_lock(&p->lock);
+        (void)request(p, "cmd=finalize\n", "finalize_ack", line, sizeof line, &msg, p->timeout_ms);
+        pthread_mutex_unlock(&p->lock);
+        close(p->fd);
+    }
     pthread_mutex_destroy(&p->lock);
     free(p);
 }

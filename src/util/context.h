@@ -18,6 +18,7 @@ struct xp_ptl_state;   /* ptl/ */
 struct xp_xtq_state;   /* xtq/ */
 struct xp_dt_state;    /* dt/ */
 struct xp_ptl_objects; /* ptl/ (CT, EQ) */
+struct pmi1;           /* runtime/pmi1.c */
 
 typedef struct xp_context {
     /* util: configuration, parsed once */
@@ -36,6 +37,7 @@ typedef struct xp_context {
     struct xp_xtq_state *xtq;           /* xtq/: lookup tables of each NI */
     struct xp_ptl_objects *ptl_objects; /* ptl/handle.c: CT and EQ handle tables */
     struct xp_dt_state *dt;             /* dt/: thread pool, CUDA plugin */
+    struct pmi1 *pmi1_exit;             /* runtime/pmi1.c: inherited PMI_FD to finalize at exit */
     /* Set by ptl/ with XP_PROGRESS=inline (NULL otherwise): the runtime calls
      * it while it blocks on its launcher (xp_barrier, xp_kv_fence, xp_kv_get;
      * PMI-1 backend; PMIx blocks inside its library), so that a rank in a

@@ -3,7 +3,13 @@
  *   mpich   XPRUN MPICC SOURCE  build an MPI_Allreduce program with Debian's
  *                               MPICH compiler and run it under xprun -n 4;
  *   hydra   MPIEXEC PROGRAM     run an Xportals program under mpiexec.hydra;
- *   openmpi MPIRUN PROGRAM      ... under Open MPI's mpirun (PMIx).
+ *   openmpi MPIRUN PROGRAM      ... under Open MPI's mpirun (PMIx);
+ *   mpi_portals KIND LAUNCHER MPICC SOURCE INCDIR INCDIR2 LIBDIR FLAGS
+ *                               build an MPI + Portals program (mpi_portals.c)
+ *                               with MPICC against libportals in LIBDIR and run
+ *                               it on 3 ranks under LAUNCHER, of KIND xprun,
+ *                               hydra or openmpi: both libraries bootstrap
+ *                               through the same launcher in one process.
  * A missing tool ("...-NOTFOUND" or "none") skips the test (exit 77).
  */
 #include <stdio.h>
@@ -108,6 +114,34 @@ static void scenario_openmpi(const char *mpirun, const char *prog, const char *h
     expect_lines("identity: rank %d of %d bootstrap pmix", 3, " node 0/1");
 }
 
+static void scenario_mpi_portals(char **a)
+{
+    const char *kind = a[0], *launcher = a[1], *mpicc = a[2], *src = a[3];
+    if (missing(launcher) || missing(mpicc))
+        XP_TEST_SKIP("%s or %s not found (install the MPI packages)", launcher, mpicc);
+    char cmd[2048], prog[128];
+    snprintf(prog, sizeof prog, "%s/mpi_portals", dir);
+    snprintf(cmd, sizeof cmd, "'%s' -O1 %s -I'%s' -I'%s' -o '%s' '%s' -L'%s' -lportals -Wl,-rpath,'%s'",
+             mpicc, a[7], a[4], a[5], prog, src, a[6], a[6]);
+    if (run(cmd) != 0) {
+        fprintf(stderr, "cannot build the MPI + Portals program:\n%s\n", output());
+        xp_test_failures_++;
+        return;
+    }
+    if (!strcmp(kind, "xprun"))
+        snprintf(cmd, sizeof cmd, "'%s' -n 3 --timeout 60 '%s'", launcher, prog);
+    else if (!strcmp(kind, "hydra"))
+        snprintf(cmd, sizeof cmd, "timeout 60 '%s' -n 3 '%s'", launcher, prog);
+    else
+        snprintf(cmd, sizeof cmd, "timeout 60 '%s' %s --oversubscribe -n 3 '%s'", launcher,
+                 geteuid() == 0 ? "--allow-run-as-root" : "", prog);
+    int rc = run(cmd);
+    printf("%s", output());
+    XP_CHECK_EQ(rc, 0);
+    expect_lines("mpi+portals rank %d of %d ok", 3, "\n");
+    unlink(prog);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -123,6 +157,8 @@ int main(int argc, char **argv)
         scenario_hydra(argv[2], argv[3]);
     else if (!strcmp(argv[1], "openmpi") && argc == 5)
         scenario_openmpi(argv[2], argv[3], argv[4]);
+    else if (!strcmp(argv[1], "mpi_portals") && argc == 10)
+        scenario_mpi_portals(argv + 2);
     else
         XP_CHECK(!"unknown scenario or wrong arguments");
     unlink(outfile);
