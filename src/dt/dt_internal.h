@@ -51,6 +51,7 @@ struct xp_dt {
     int committed;
     size_t size;        /* packed bytes */
     size_t nbasic;      /* basic elements (signature length) */
+    size_t nblocks;     /* blocks of one flattened element (0: predefined, one) */
     ptrdiff_t lb, ub, true_lb, true_ub;
     uint64_t sig_hash, sig_pow; /* polynomial hash of the signature, P^nbasic */
 
@@ -95,8 +96,28 @@ typedef struct dt_unit {
 xp_status_t xp_dt_units_build(const struct xp_dt *t, size_t count, size_t unit, dt_unit_t **out,
                               size_t *n_out);
 
-/* pack.c: the CPU engine. dir: */
-enum { DT_DIR_PACK, DT_DIR_UNPACK, DT_DIR_REDUCE };
+/* stream.c: a copy of a sequence of pieces with non-temporal stores and a
+ * software prefetch running ahead of it, for windows much larger than the
+ * cache. Pieces are queued, and copied once the prefetch is far enough
+ * ahead; flush copies the rest and fences the stores. */
+#define DT_STREAM_RING 64
+typedef struct dt_piece {
+    const char *src;
+    char *dst;
+    size_t len;
+} dt_piece_t;
+typedef struct dt_stream {
+    dt_piece_t ring[DT_STREAM_RING];
+    unsigned head, n;
+    size_t queued; /* bytes in the ring */
+} dt_stream_t;
+void xp_dt_stream_push(dt_stream_t *s, char *dst, const char *src, size_t len);
+void xp_dt_stream_flush(dt_stream_t *s);
+/* Bytes of the last-level cache one core shares (a default if unknown). */
+size_t xp_dt_llc_bytes(void);
+
+/* pack.c: the CPU engine. dir (the _NT forms copy through a dt_stream_t): */
+enum { DT_DIR_PACK, DT_DIR_UNPACK, DT_DIR_REDUCE, DT_DIR_PACK_NT, DT_DIR_UNPACK_NT };
 typedef void (*dt_reduce_fn)(void *inout, const void *in, size_t n);
 typedef struct dt_job {
     const struct xp_dt *t;
@@ -106,6 +127,7 @@ typedef struct dt_job {
     size_t off, len;
     int dir;
     size_t esize;      /* REDUCE: basic element size */
+    dt_stream_t *stream; /* _NT directions: the running thread's stream */
     dt_reduce_fn reduce;
 } dt_job_t;
 /* Run the part [off, off + len) of job (inside the job's window). */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dt/dt_internal.h"
+#include "dt/state.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -20,6 +21,10 @@ static ALWAYS_INLINE void blk_op(int dir, char *nc, char *pk, size_t n, const dt
         memcpy(pk, nc, n);
     else if (dir == DT_DIR_UNPACK)
         memcpy(nc, pk, n);
+    else if (dir == DT_DIR_PACK_NT)
+        xp_dt_stream_push(j->stream, pk, nc, n);
+    else if (dir == DT_DIR_UNPACK_NT)
+        xp_dt_stream_push(j->stream, nc, pk, n);
     else
         j->reduce(nc, pk, n / j->esize);
 }
@@ -44,7 +49,7 @@ static ALWAYS_INLINE void vec_full(int dir, char *nc, ptrdiff_t stride, size_t L
     for (size_t b = 0; b < n; b++, nc += stride, pk += (LEN))             \
         blk_op(dir, nc, pk, (LEN), j);                                    \
     return
-    if (dir != DT_DIR_REDUCE) {
+    if (dir == DT_DIR_PACK || dir == DT_DIR_UNPACK) {
         switch (L) {
         case 1: VEC_LOOP(1);
         case 2: VEC_LOOP(2);
@@ -129,7 +134,7 @@ static ALWAYS_INLINE void tiled(int dir, char *nc, const dt_seg_t *s, ptrdiff_t 
         size_t nt = ne - e0 < TILE ? ne - e0 : TILE;
         char *src = nc + (ptrdiff_t)e0 * ext + s->disp;
         char *dst = pk + e0 * size;
-        if (nt == TILE && dir != DT_DIR_REDUCE && s->blen == 8) {
+        if (nt == TILE && (dir == DT_DIR_PACK || dir == DT_DIR_UNPACK) && s->blen == 8) {
             for (size_t b = 0; b < s->count; b++, src += s->stride, dst += 8)
                 for (size_t i = 0; i < TILE; i++)
                     blk_op(dir, src + (ptrdiff_t)i * ext, dst + i * size, 8, j);
@@ -191,8 +196,34 @@ static ALWAYS_INLINE void run_dir(int dir, const dt_job_t *job, size_t off, size
         elem_window(dir, f, nc + (ptrdiff_t)e * ext, 0, len, pk, job);
 }
 
+/* Stream (dt/stream.c) copies whose window is large against the last-level
+ * cache: source and destination together exceed it, so the destination
+ * would not stay cached anyway. Not for small blocks, where a queued piece
+ * per block would cost more than the stores save. */
+#define STREAM_MIN_BLOCK 256
+static int use_stream(const dt_job_t *job)
+{
+    if (job->dir == DT_DIR_REDUCE)
+        return 0;
+    size_t min = xp_config()->dt_stream_min;
+    if (!min) {
+        const xp_dt_state_t *s = xp_dt_state();
+        min = s ? s->llc / 2 : SIZE_MAX;
+    }
+    const struct xp_dt *t = job->t;
+    return job->len >= min && (t->nblocks <= 1 || t->size / t->nblocks >= STREAM_MIN_BLOCK);
+}
+
 void xp_dt_cpu_run(const dt_job_t *job, size_t off, size_t len)
 {
+    if (use_stream(job)) {
+        dt_stream_t stream = {.n = 0};
+        dt_job_t sj = *job;
+        sj.stream = &stream;
+        run_dir(job->dir == DT_DIR_PACK ? DT_DIR_PACK_NT : DT_DIR_UNPACK_NT, &sj, off, len);
+        xp_dt_stream_flush(&stream);
+        return;
+    }
     switch (job->dir) {
     case DT_DIR_PACK: run_dir(DT_DIR_PACK, job, off, len); break;
     case DT_DIR_UNPACK: run_dir(DT_DIR_UNPACK, job, off, len); break;

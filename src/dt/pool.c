@@ -25,6 +25,7 @@ xp_dt_state_t *xp_dt_state(void)
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
     pthread_mutex_init(&s->cuda_lock, NULL);
+    s->llc = xp_dt_llc_bytes();
     xp_dt_state_t *expected = NULL;
     if (!__atomic_compare_exchange_n(&xp_ctx.dt, &expected, s, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         free(s); /* another thread won the race */

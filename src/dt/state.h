@@ -18,6 +18,8 @@ typedef struct xp_dt_state {
     dt_task_fn fn;
     void *arg;
     unsigned ntasks, next, done;
+    /* stream.c */
+    size_t llc;                 /* last-level cache bytes */
     /* cuda.c */
     pthread_mutex_t cuda_lock;
     int cuda_state;             /* 0 not tried, 1 usable, -1 unusable */

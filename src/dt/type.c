@@ -537,6 +537,9 @@ xp_status_t xp_dt_commit(xp_dt_t h)
     xp_status_t st = xp_dt_flatten(t, &t->flat);
     if (st != XP_OK)
         return st;
+    t->nblocks = 0;
+    for (size_t i = 0; i < t->flat.nseg; i++)
+        t->nblocks += t->flat.seg[i].count;
     t->committed = 1;
     return XP_OK;
 }

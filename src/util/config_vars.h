@@ -36,6 +36,9 @@ XP_CONFIG_VAR(dt_threads, INT, "XP_DT_THREADS", "1", 1, 256, "",
               "Datatype engine: CPU threads (caller included) that share one large pack / unpack")
 XP_CONFIG_VAR(dt_par_min, SIZE, "XP_DT_PAR_MIN", "8m", 4096, 1099511627776, "",
               "Datatype engine: smallest pack / unpack window split over XP_DT_THREADS threads")
+XP_CONFIG_VAR(dt_stream_min, SIZE, "XP_DT_STREAM_MIN", "0", 0, 1099511627776, "",
+              "Datatype engine: smallest CPU pack / unpack window (of blocks >= 256 B) copied with "
+              "non-temporal stores and a software prefetch ahead; 0: half the last-level cache")
 XP_CONFIG_VAR(dt_max_segments, SIZE, "XP_DT_MAX_SEGMENTS", "16m", 16, 1099511627776, "",
               "Datatype engine: most flattened segments cached for one type (commit fails above)")
 XP_CONFIG_VAR(dt_zero_copy, BOOL, "XP_DT_ZERO_COPY", "1", 0, 0, "",
