@@ -8,9 +8,9 @@
 # that are installed), runs dt_pack and each MPI program `rounds` times in
 # turn (interleaved, so a noisy neighbour hits every implementation alike),
 # prints the median of the rounds for every measurement
-#   bench=dt_pack type=vector impl=xportals op=pack cached=1 GBs=26.1
-# and ratio lines (cached measurements)
-#   bench=dt_compare type=vector op=pack xportals_vs_memcpy=0.93 xportals_vs_best_mpi=1.4 best_mpi=openmpi
+#   bench=dt_pack type=vector impl=xportals op=pack cached=1 GBs=26.1 threads=1
+# and ratio lines (cached measurements; threads: Xportals' XP_DT_THREADS)
+#   bench=dt_compare type=vector op=pack xportals_vs_memcpy=0.93 xportals_vs_best_mpi=1.4 best_mpi=openmpi threads=1
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 dt_pack=${1:-}
@@ -61,9 +61,12 @@ awk '
     key = ""; v = 0
     for (i = 2; i <= NF; i++) {
         split($i, kv, "=")
-        if (kv[1] == "GBs") v = kv[2] + 0; else key = key " " $i
+        if (kv[1] == "GBs") v = kv[2] + 0
+        else if (kv[1] == "threads") th = kv[2]
+        else key = key " " $i
     }
     n[key]++; val[key, n[key]] = v
+    thr[key] = (th == "") ? 1 : th; th = ""
 }
 END {
     for (k in n) {
@@ -71,7 +74,7 @@ END {
         for (i = 1; i <= m; i++) a[i] = val[k, i]
         for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
         med[k] = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-        printf "bench=dt_pack%s GBs=%.2f\n", k, med[k]
+        printf "bench=dt_pack%s GBs=%.2f threads=%s\n", k, med[k], thr[k]
     }
     split("vector triangle transpose vector_contig", types, " ")
     split("pack unpack", ops, " ")
@@ -86,6 +89,6 @@ END {
         line = sprintf("bench=dt_compare type=%s op=%s", ty, op)
         if (mc > 0) line = line sprintf(" xportals_vs_memcpy=%.2f", x / mc)
         if (best > 0) line = line sprintf(" xportals_vs_best_mpi=%.2f best_mpi=%s", x / best, bn)
-        print line
+        print line " threads=" thr[" type=" ty " impl=xportals op=" op " cached=1"]
     }
 }' "$tmp/all" | sort

@@ -11,7 +11,7 @@
  *                 sender's)
  *
  * Prints one line per measurement (GB/s of packed bytes, median of --reps):
- *   bench=dt_pack type=vector impl=xportals op=pack cached=1 GBs=26.1
+ *   bench=dt_pack type=vector impl=xportals op=pack cached=1 GBs=26.1 threads=1
  * cached=0 times the first use: type construction + commit (flattening) +
  * the operation. Usage: dt_pack [reps] */
 #include <stdio.h>
@@ -102,9 +102,13 @@ static void run_op(bench_t *b, xp_dt_t t, size_t count, int unpack)
     }
 }
 
+/* threads: CPU threads that took part (the library's XP_DT_THREADS for
+ * large windows; memcpy is one thread). */
 static void report(const char *type, const char *impl, const char *op, int cached, double gbs)
 {
-    printf("bench=dt_pack type=%s impl=%s op=%s cached=%d GBs=%.2f\n", type, impl, op, cached, gbs);
+    unsigned threads = strcmp(impl, "xportals") ? 1 : xp_dt_cpu_threads();
+    printf("bench=dt_pack type=%s impl=%s op=%s cached=%d GBs=%.2f threads=%u\n", type, impl, op, cached,
+           gbs, threads);
 }
 
 static void bench_type(bench_t *b, type_id_t id)

@@ -150,6 +150,10 @@ XP_EXPORT xp_status_t xp_dt_unpack(xp_dt_t t, size_t count, const void *packed, 
 XP_EXPORT xp_status_t xp_dt_pack_all(xp_dt_t t, size_t count, const void *src, void *dst);
 XP_EXPORT xp_status_t xp_dt_unpack_all(xp_dt_t t, size_t count, const void *packed, void *dst);
 
+/* CPU threads (the caller included) that share one pack / unpack window of
+ * at least XP_DT_PAR_MIN bytes: XP_DT_THREADS, default 1. */
+XP_EXPORT unsigned xp_dt_cpu_threads(void);
+
 /* ------------------------------------------------------------ reduce-unpack */
 typedef enum {
     XP_DT_OP_SUM = 0,

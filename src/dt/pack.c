@@ -260,6 +260,11 @@ void xp_dt_cpu_exec(const dt_job_t *job)
     xp_dt_cpu_run(job, job->off, job->len);
 }
 
+unsigned xp_dt_cpu_threads(void)
+{
+    return (unsigned)xp_config()->dt_threads;
+}
+
 /* ------------------------------------------------------------ entry points */
 static xp_status_t job_init(dt_job_t *job, int dir, xp_dt_t h, size_t count, const void *nc, const void *pk,
                             size_t offset, size_t len)
