@@ -228,13 +228,43 @@ XP_DEFINE_COMPLEX_COMBINE(combine_ldc, xp_ldcomplex_t)
             memcpy(&(o), (operand), sizeof(T));                                 \
     } while (0)
 
-#define XP_DEFINE_APPLY(NAME, T, U, COMBINE)                                    \
+/* Integer SUM, BAND, BOR, BXOR and SWAP are one native read-modify-write
+ * instruction each (lock xadd, lock and/or/xor, xchg): no load + CAS loop.
+ * Wrapping unsigned arithmetic on the bits is the integer SUM's result. */
+#define XP_DEFINE_NATIVE_RMW(NAME, U)                                           \
+    static inline int NAME(ptl_op_t op, U *p, U x, U *old)                      \
+    {                                                                           \
+        switch (op) {                                                           \
+        case PTL_SUM: *old = __atomic_fetch_add(p, x, __ATOMIC_ACQ_REL); return 1; \
+        case PTL_BAND: *old = __atomic_fetch_and(p, x, __ATOMIC_ACQ_REL); return 1; \
+        case PTL_BOR: *old = __atomic_fetch_or(p, x, __ATOMIC_ACQ_REL); return 1; \
+        case PTL_BXOR: *old = __atomic_fetch_xor(p, x, __ATOMIC_ACQ_REL); return 1; \
+        case PTL_SWAP: *old = __atomic_exchange_n(p, x, __ATOMIC_ACQ_REL); return 1; \
+        default: return 0;                                                      \
+        }                                                                       \
+    }
+XP_DEFINE_NATIVE_RMW(native_rmw_u8, uint8_t)
+XP_DEFINE_NATIVE_RMW(native_rmw_u16, uint16_t)
+XP_DEFINE_NATIVE_RMW(native_rmw_u32, uint32_t)
+XP_DEFINE_NATIVE_RMW(native_rmw_u64, uint64_t)
+
+/* Real and complex elements have no native read-modify-write. */
+#define native_rmw_none(op, p, x, old) 0
+
+#define XP_DEFINE_APPLY(NAME, T, U, COMBINE, NATIVE)                            \
     XP_DEFINE_PLAIN_LOOP(NAME, T, COMBINE)                                      \
     static void NAME##_atomic(ptl_op_t op, char *t, const char *s, T o,         \
                               size_t n, char *f)                                \
     {                                                                           \
         U *tp = (U *)(void *)t;                                                 \
         for (size_t i = 0; i < n; i++) {                                        \
+            U xb, ob;                                                           \
+            memcpy(&xb, s + i * sizeof(T), sizeof(T));                          \
+            if (NATIVE(op, &tp[i], xb, &ob)) {                                  \
+                if (f)                                                          \
+                    memcpy(f + i * sizeof(T), &ob, sizeof(T));                  \
+                continue;                                                       \
+            }                                                                   \
             T old, new_, x;                                                     \
             U old_bits = __atomic_load_n(&tp[i], __ATOMIC_RELAXED), new_bits;   \
             memcpy(&x, s + i * sizeof(T), sizeof(T));                           \
@@ -274,17 +304,17 @@ XP_DEFINE_COMPLEX_COMBINE(combine_ldc, xp_ldcomplex_t)
         NAME##_plain(op, target, data, o, len / sizeof(T), fetch);              \
     }
 
-XP_DEFINE_APPLY(apply_i8, int8_t, uint8_t, combine_i8)
-XP_DEFINE_APPLY(apply_u8, uint8_t, uint8_t, combine_u8)
-XP_DEFINE_APPLY(apply_i16, int16_t, uint16_t, combine_i16)
-XP_DEFINE_APPLY(apply_u16, uint16_t, uint16_t, combine_u16)
-XP_DEFINE_APPLY(apply_i32, int32_t, uint32_t, combine_i32)
-XP_DEFINE_APPLY(apply_u32, uint32_t, uint32_t, combine_u32)
-XP_DEFINE_APPLY(apply_i64, int64_t, uint64_t, combine_i64)
-XP_DEFINE_APPLY(apply_u64, uint64_t, uint64_t, combine_u64)
-XP_DEFINE_APPLY(apply_f, float, uint32_t, combine_f)
-XP_DEFINE_APPLY(apply_d, double, uint64_t, combine_d)
-XP_DEFINE_APPLY(apply_fc, xp_fcomplex_t, uint64_t, combine_fc)
+XP_DEFINE_APPLY(apply_i8, int8_t, uint8_t, combine_i8, native_rmw_u8)
+XP_DEFINE_APPLY(apply_u8, uint8_t, uint8_t, combine_u8, native_rmw_u8)
+XP_DEFINE_APPLY(apply_i16, int16_t, uint16_t, combine_i16, native_rmw_u16)
+XP_DEFINE_APPLY(apply_u16, uint16_t, uint16_t, combine_u16, native_rmw_u16)
+XP_DEFINE_APPLY(apply_i32, int32_t, uint32_t, combine_i32, native_rmw_u32)
+XP_DEFINE_APPLY(apply_u32, uint32_t, uint32_t, combine_u32, native_rmw_u32)
+XP_DEFINE_APPLY(apply_i64, int64_t, uint64_t, combine_i64, native_rmw_u64)
+XP_DEFINE_APPLY(apply_u64, uint64_t, uint64_t, combine_u64, native_rmw_u64)
+XP_DEFINE_APPLY(apply_f, float, uint32_t, combine_f, native_rmw_none)
+XP_DEFINE_APPLY(apply_d, double, uint64_t, combine_d, native_rmw_none)
+XP_DEFINE_APPLY(apply_fc, xp_fcomplex_t, uint64_t, combine_fc, native_rmw_none)
 XP_DEFINE_APPLY_PLAIN(apply_ld, long double, combine_ld)
 XP_DEFINE_APPLY_PLAIN(apply_dc, xp_dcomplex_t, combine_dc)
 XP_DEFINE_APPLY_PLAIN(apply_ldc, xp_ldcomplex_t, combine_ldc)
