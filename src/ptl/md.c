@@ -175,6 +175,7 @@ int PtlMDBind(ptl_handle_ni_t ni_handle, const ptl_md_t *md, ptl_handle_md_t *md
         return PTL_NO_SPACE;
     m->ni = ni;
     m->options = md->options;
+    m->owner = (uintptr_t)pthread_self();
     if (md->eq_handle != PTL_EQ_NONE) {
         m->eq = xp_eq_from_handle(md->eq_handle);
         if (!m->eq || xp_eq_ni(m->eq) != ni)
@@ -225,11 +226,19 @@ int PtlMDRelease(ptl_handle_md_t md_handle)
     m = xp_md_from_handle(md_handle);
     if (!m)
         return PTL_ARG_INVALID;
-    if (__atomic_load_n(&m->pending, __ATOMIC_ACQUIRE) > 0) {
-        /* Let answers that already arrived be handled before refusing. */
+    if (xp_md_pending(m) > 0) {
+        /* Let answers that already arrived be handled before refusing, and
+         * let a handler that is posting the last answer's events (it holds
+         * the poll lock; it counts the answer after them) finish: the
+         * application may have seen that event already. */
         xp_ptl_progress();
-        if (__atomic_load_n(&m->pending, __ATOMIC_ACQUIRE) > 0)
-            return PTL_IN_USE;
+        if (xp_md_pending(m) > 0) {
+            xp_ptl_state_t *st = xp_ptl_state();
+            pthread_mutex_lock(&st->poll_lock);
+            pthread_mutex_unlock(&st->poll_lock);
+            if (xp_md_pending(m) > 0)
+                return PTL_IN_USE;
+        }
     }
     md_free(m);
     return PTL_OK;

@@ -2,7 +2,9 @@
 #ifndef XP_PTL_MD_H
 #define XP_PTL_MD_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include "portals4.h"
@@ -26,8 +28,49 @@ typedef struct xp_md {
     unsigned int options;
     struct xp_eq *eq;
     struct xp_ct *ct;
-    int pending;           /* answers (acks, replies) still expected */
+    /* Answers (acks, replies) still expected = issued - answered. The
+     * binding thread counts its operations with a plain store (a locked add
+     * here waited, in a stream of puts, for the previous put's stores into
+     * the peer's ring to drain); other threads with an atomic add. */
+    uintptr_t owner;           /* pthread_self() of the thread that bound it */
+    uint64_t issued_owner;     /* written by `owner` only */
+    uint64_t issued_other;     /* atomic; also undoes operations that failed */
+    uint64_t answered;         /* written by the poll-lock holder only */
 } xp_md_t;
+
+/* An operation on md will be answered (before it is sent). */
+static inline void xp_md_expect(xp_md_t *md)
+{
+    if ((uintptr_t)pthread_self() == md->owner)
+        __atomic_store_n(&md->issued_owner,
+                         __atomic_load_n(&md->issued_owner, __ATOMIC_RELAXED) + 1,
+                         __ATOMIC_RELAXED);
+    else
+        __atomic_add_fetch(&md->issued_other, 1, __ATOMIC_RELAXED);
+}
+
+/* An expected operation was never sent (it will get no answer). */
+static inline void xp_md_unexpect(xp_md_t *md)
+{
+    __atomic_sub_fetch(&md->issued_other, 1, __ATOMIC_RELAXED);
+}
+
+/* n answers arrived: only the holder of the engine's poll lock calls this. */
+static inline void xp_md_answered(xp_md_t *md, uint64_t n)
+{
+    __atomic_store_n(&md->answered, __atomic_load_n(&md->answered, __ATOMIC_RELAXED) + n,
+                     __ATOMIC_RELEASE);
+}
+
+/* Answers still expected. `answered` is read first, so a concurrent answer
+ * can only make the result too large (the MD looks busy), never negative. */
+static inline uint64_t xp_md_pending(const xp_md_t *md)
+{
+    uint64_t done = __atomic_load_n(&md->answered, __ATOMIC_ACQUIRE);
+    uint64_t issued = __atomic_load_n(&md->issued_owner, __ATOMIC_RELAXED) +
+                      __atomic_load_n(&md->issued_other, __ATOMIC_RELAXED);
+    return issued - done;
+}
 
 /* Region from start/length/options (PTL_IOVEC copies the list; max_iovecs
  * enforced). XP_ERR_INVALID for a bad list. */

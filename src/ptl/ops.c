@@ -63,7 +63,7 @@ static int send_many(xp_ptl_state_t *st)
         a->flags |= XP_PKT_F_MANY;
         a->nseg = st->many.count;
     }
-    xp_status_t rc = xp_tl_send(st->many.rank, a, sizeof(*a), NULL, 0);
+    xp_status_t rc = xp_tl_send_excl(st->many.rank, a, sizeof(*a), NULL, 0);
     if (rc == XP_ERR_AGAIN)
         return 0;
     if (rc != XP_OK)
@@ -107,7 +107,7 @@ void xp_eng_flush_deferred(void)
     }
     while (st->defer_head) {
         xp_deferred_t *d = st->defer_head;
-        xp_status_t rc = xp_tl_send(d->rank, &d->hdr, sizeof(d->hdr), d->payload, d->len);
+        xp_status_t rc = xp_tl_send_excl(d->rank, &d->hdr, sizeof(d->hdr), d->payload, d->len);
         if (rc == XP_ERR_AGAIN)
             break;
         if (rc != XP_OK)
@@ -142,7 +142,7 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
                 return XP_OK;
             }
         }
-        rc = xp_tl_send(rank, hdr, sizeof(*hdr), payload, len);
+        rc = xp_tl_send_excl(rank, hdr, sizeof(*hdr), payload, len);
         if (rc == XP_ERR_AGAIN) {
             defer(st, rank, hdr, payload, len);
             return XP_OK;
@@ -270,7 +270,8 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
     }
     /* Only the poll-lock holder takes answers, so pending cannot drop to 0
      * under us: an MD that expects no answer gets none from a sane peer. */
-    if (!__atomic_load_n(&md->pending, __ATOMIC_ACQUIRE)) {
+    uint64_t pending = xp_md_pending(md);
+    if (!pending) {
         xp_error("answer from rank %d for MD %#x, which expects none, dropped", src_rank,
                  h->md_handle);
         return;
@@ -280,7 +281,7 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
     if ((h->flags & XP_PKT_F_MANY) &&
         (h->type != XP_PKT_ACK || h->ack_req != PTL_CT_ACK_REQ || !ok || h->nseg < 2 ||
          (h->flags & (XP_PKT_F_NOACK | XP_PKT_F_SENDEV)) ||
-         h->nseg > (uint32_t)__atomic_load_n(&md->pending, __ATOMIC_ACQUIRE))) {
+         h->nseg > pending)) {
         xp_error("malformed gathered acknowledgement from rank %d for MD %#x dropped", src_rank,
                  h->md_handle);
         return;
@@ -329,7 +330,7 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
         md_count(md, PTL_MD_EVENT_CT_REPLY, fail == PTL_NI_OK, h->mlength);
     }
     xp_ptl_notify();
-    __atomic_sub_fetch(&md->pending, (h->flags & XP_PKT_F_MANY) ? h->nseg : 1, __ATOMIC_ACQ_REL);
+    xp_md_answered(md, (h->flags & XP_PKT_F_MANY) ? h->nseg : 1);
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -401,7 +402,7 @@ static void undeliverable(xp_md_t *md, const xp_pkt_t *h, int expects_answer, xp
         md_count(get_md, PTL_MD_EVENT_CT_REPLY, 0, 0);
     }
     if (expects_answer)
-        __atomic_sub_fetch(&(get_md ? get_md : md)->pending, 1, __ATOMIC_ACQ_REL);
+        xp_md_unexpect((get_md ? get_md : md));
 }
 
 int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
@@ -432,7 +433,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
         xp_region_read(&md->region, local_offset, buf, length);
         answer = ack_req != PTL_NO_ACK_REQ;
         if (answer)
-            __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+            xp_md_expect(md);
         rc = send_inline(rank, md, &h, buf, length, user_ptr, local_offset, answer);
         goto sent_inline;
     }
@@ -442,7 +443,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
         if (n < 0)
             return -n; /* the Portals error code */
         /* The SEND event waits for the target's completion (it reads our buffer). */
-        __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        xp_md_expect(md);
         rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
         if (rc != XP_OK)
             undeliverable(md, &h, 1, NULL, 0);
@@ -450,7 +451,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     }
     answer = ack_req != PTL_NO_ACK_REQ;
     if (answer)
-        __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        xp_md_expect(md);
     rc = send_inline(rank, md, &h, xp_region_addr(&md->region, local_offset), length, user_ptr,
                      local_offset, answer);
 sent_inline:
@@ -492,7 +493,7 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     h.ack_req = (uint8_t)ack_req;
     h.flags = (uint8_t)flags;
     h.local_offset = off1;
-    __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+    xp_md_expect(md);
     if (len1 + len2 <= xp_eng_inline_max(rank)) {
         unsigned char buf[len1 + len2 ? len1 + len2 : 1];
         xp_region_read(&md->region, off1, buf, len1);
@@ -503,7 +504,7 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
         return PTL_OK;
     }
     if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA)) {
-        __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        xp_md_unexpect(md);
         xp_error("XTQ put: %zu bytes to rank %d need single-copy RMA, which this transport lacks",
                  (size_t)(len1 + len2), rank);
         return PTL_FAIL;
@@ -513,7 +514,7 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     int n1 = make_segs(md, off1, len1, segs);
     int n2 = n1 < 0 ? -1 : make_segs(md2, off2, len2, segs + n1);
     if (n2 < 0 || n1 + n2 > MAX_SEGS) {
-        __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        xp_md_unexpect(md);
         return PTL_ARG_INVALID;
     }
     h.flags |= XP_PKT_F_RMA;
@@ -550,12 +551,12 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
         if (n < 0)
             return -n; /* the Portals error code */
     }
-    __atomic_add_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+    xp_md_expect(md);
     rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
     if (rc != XP_OK) {
         md_event(md, PTL_EVENT_REPLY, PTL_NI_UNDELIVERABLE, user_ptr, &h, local_offset);
         md_count(md, PTL_MD_EVENT_CT_REPLY, 0, 0);
-        __atomic_sub_fetch(&md->pending, 1, __ATOMIC_ACQ_REL);
+        xp_md_unexpect(md);
     }
     return PTL_OK;
 }
@@ -604,7 +605,7 @@ static int atomic_common(xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *
 
     answer = get_md ? 1 : ack_req != PTL_NO_ACK_REQ;
     if (answer)
-        __atomic_add_fetch(&(get_md ? get_md : put_md)->pending, 1, __ATOMIC_ACQ_REL);
+        xp_md_expect((get_md ? get_md : put_md));
     rc = send_inline(rank, put_md, &h, buf, oplen + length, user_ptr, local_put_offset, answer);
     if (rc != XP_OK) {
         h.local_offset = local_put_offset;

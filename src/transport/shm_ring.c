@@ -39,28 +39,60 @@ size_t xp_shm_ring_max_packet(const xp_shm_ring_t *ring)
     return (size_t)(ring->ncells / 2) * XP_SHM_CELL - XP_SHM_CELL_HDR;
 }
 
-/* Claim `n` cells at position t if they are free; updates *t on a lost race.
- * Returns 1 claimed, 0 lost the race (retry), -1 full. */
-static int claim(xp_shm_ring_t *ring, uint64_t *cached_head, uint64_t *t, uint32_t n)
+void xp_shm_ring_init_zeroed(xp_shm_ring_t *ring, uint32_t ncells)
+{
+    ring->ncells = ncells;
+    ring->tail = ncells;
+    ring->head = ncells;
+    xp_store_release(&ring->magic, XP_SHM_RING_MAGIC);
+}
+
+/* Room for n cells at position t, reloading the consumer's head only when
+ * the cached copy says the ring is full. */
+static int has_room(xp_shm_ring_t *ring, uint64_t *cached_head, uint64_t t, uint32_t n)
 {
     uint64_t h = xp_load_acquire(cached_head);
-    if ((int64_t)(*t + n - h) > (int64_t)ring->ncells) {
-        h = xp_load_acquire(&ring->head);
-        xp_store_release(cached_head, h);
-        if ((int64_t)(*t + n - h) > (int64_t)ring->ncells) {
-            /* Full only if our view of tail is current. */
-            uint64_t now = xp_load_relaxed(&ring->tail);
-            if (now == *t)
-                return -1;
-            *t = now;
-            return 0;
-        }
+    if ((int64_t)(t + n - h) <= (int64_t)ring->ncells)
+        return 1;
+    h = xp_load_acquire(&ring->head);
+    xp_store_release(cached_head, h);
+    return (int64_t)(t + n - h) <= (int64_t)ring->ncells;
+}
+
+/* Claim `n` cells at position t if they are free; updates *t on a lost race.
+ * Returns 1 claimed, 0 lost the race (retry), -1 full. With `single` (one
+ * producer) the claim is a plain store. */
+static int claim(xp_shm_ring_t *ring, uint64_t *cached_head, uint64_t *t, uint32_t n, int single)
+{
+    if (!has_room(ring, cached_head, *t, n)) {
+        /* Full only if our view of tail is current. */
+        uint64_t now = xp_load_relaxed(&ring->tail);
+        if (single || now == *t)
+            return -1;
+        *t = now;
+        return 0;
+    }
+    if (single) {
+        xp_store_release(&ring->tail, *t + n);
+        return 1;
     }
     return xp_cas(&ring->tail, t, *t + n) ? 1 : 0;
 }
 
-xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
-                             const void *hdr, size_t hdr_len, const void *data, size_t data_len)
+static void fill(xp_shm_cell_t *c, uint32_t len, int src, const void *hdr, size_t hdr_len,
+                 const void *data, size_t data_len)
+{
+    c->len = len;
+    c->src = src;
+    if (hdr_len)
+        memcpy(c->payload, hdr, hdr_len);
+    if (data_len)
+        memcpy(c->payload + hdr_len, data, data_len);
+}
+
+static xp_status_t push(xp_shm_ring_t *ring, uint64_t *cached_head, int src, const void *hdr,
+                        size_t hdr_len, const void *data, size_t data_len, int single,
+                        uint64_t *end)
 {
     size_t len = hdr_len + data_len;
     if (len > xp_shm_ring_max_packet(ring))
@@ -70,20 +102,17 @@ xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src
     for (;;) {
         uint32_t idx = (uint32_t)(t & mask);
         uint32_t n = idx + need > ring->ncells ? ring->ncells - idx : need;
-        int got = claim(ring, cached_head, &t, n);
+        int got = claim(ring, cached_head, &t, n, single);
         if (got < 0)
             return XP_ERR_AGAIN;
         if (!got)
             continue;
         xp_shm_cell_t *c = &ring->cells[idx];
         if (n == need) {
-            c->len = (uint32_t)len;
-            c->src = src;
-            if (hdr_len)
-                memcpy(c->payload, hdr, hdr_len);
-            if (data_len)
-                memcpy(c->payload + hdr_len, data, data_len);
+            fill(c, (uint32_t)len, src, hdr, hdr_len, data, data_len);
             xp_store_release(&c->seq, t);
+            if (end)
+                *end = t + n;
             return XP_OK;
         }
         /* Would wrap: pad to the end of the array, then claim again at 0. */
@@ -92,6 +121,26 @@ xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src
         xp_store_release(&c->seq, t);
         t = xp_load_relaxed(&ring->tail);
     }
+}
+
+xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                             const void *hdr, size_t hdr_len, const void *data, size_t data_len)
+{
+    return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 0, NULL);
+}
+
+xp_status_t xp_shm_ring_push_end(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                                 const void *hdr, size_t hdr_len, const void *data,
+                                 size_t data_len, uint64_t *end)
+{
+    return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 0, end);
+}
+
+xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                                    const void *hdr, size_t hdr_len, const void *data,
+                                    size_t data_len)
+{
+    return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 1, NULL);
 }
 
 int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg)

@@ -52,11 +52,29 @@ int xp_shm_ring_valid(const xp_shm_ring_t *ring, size_t mapped_bytes);
 /* Largest hdr_len + data_len one push accepts (half the ring, at most). */
 size_t xp_shm_ring_max_packet(const xp_shm_ring_t *ring);
 
+/* Initialise a ring in memory that is all zeroes (a fresh shared-memory
+ * object) without touching its cells: positions start at ncells, so a
+ * zeroed seq never equals a position. For rings mostly never used (one per
+ * sender pair), so that their pages stay unallocated. */
+void xp_shm_ring_init_zeroed(xp_shm_ring_t *ring, uint32_t ncells);
+
 /* Append one packet from rank src. Thread-safe and lock-free.
  * cached_head: the producer's private copy of ring->head (start it at 0).
  * XP_ERR_AGAIN: not enough free cells now; XP_ERR_OVERFLOW: too large. */
 xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
                              const void *hdr, size_t hdr_len, const void *data, size_t data_len);
+/* Same, and on success *end is the position just past the packet (the
+ * consumer has handled it once ring->head >= *end). */
+xp_status_t xp_shm_ring_push_end(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                                 const void *hdr, size_t hdr_len, const void *data,
+                                 size_t data_len, uint64_t *end);
+/* Append one packet to a ring that has ONE producer (the caller guarantees
+ * that no other thread or process pushes to it concurrently): no locked
+ * instruction, the tail is advanced with a plain release store. Same
+ * results as xp_shm_ring_push. Never mix the two on one ring. */
+xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                                    const void *hdr, size_t hdr_len, const void *data,
+                                    size_t data_len);
 /* Deliver up to budget packets to fn. One consumer at a time (the caller
  * serialises); returns the number delivered, or -1 if the ring is corrupt. */
 int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg);

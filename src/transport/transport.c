@@ -50,6 +50,8 @@ typedef struct tl_route {
     xp_tl_t *tl;
     size_t max_packet;
     uint32_t caps;
+    xp_status_t (*send_excl)(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                             const void *data, size_t data_len); /* send when it has none */
 } tl_route_t;
 
 struct xp_tl_state {
@@ -144,7 +146,8 @@ static void build_routes(struct xp_tl_state *st)
             if (!ops->reaches(tl, r))
                 continue;
             st->routes[r] = (tl_route_t){ops, tl, ops->max_packet,
-                                         OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps};
+                                         OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps,
+                                         OPS_HAS(ops, send_excl) ? ops->send_excl : ops->send};
             break;
         }
     }
@@ -252,17 +255,40 @@ static xp_status_t route_error(int rank)
     return XP_ERR_NOT_FOUND;
 }
 
-xp_status_t xp_tl_send(int rank, const void *hdr, size_t hdr_len, const void *data, size_t data_len)
+/* The checks both sends make; NULL (with *err set) when the send must fail. */
+static inline const tl_route_t *send_route(int rank, const void *hdr, size_t hdr_len,
+                                           const void *data, size_t data_len, xp_status_t *err)
 {
     const tl_route_t *r = route_of(rank);
-    if (!r || !r->ops)
-        return route_error(rank);
-    if (hdr_len + data_len > r->max_packet || hdr_len + data_len < hdr_len)
-        return XP_ERR_OVERFLOW;
-    if ((hdr_len && !hdr) || (data_len && !data))
-        return XP_ERR_INVALID;
+    if (!r || !r->ops) {
+        *err = route_error(rank);
+        return NULL;
+    }
+    if (hdr_len + data_len > r->max_packet || hdr_len + data_len < hdr_len) {
+        *err = XP_ERR_OVERFLOW;
+        return NULL;
+    }
+    if ((hdr_len && !hdr) || (data_len && !data)) {
+        *err = XP_ERR_INVALID;
+        return NULL;
+    }
     xp_tsan_message_out();
-    return r->ops->send(r->tl, rank, hdr, hdr_len, data, data_len);
+    return r;
+}
+
+xp_status_t xp_tl_send(int rank, const void *hdr, size_t hdr_len, const void *data, size_t data_len)
+{
+    xp_status_t err;
+    const tl_route_t *r = send_route(rank, hdr, hdr_len, data, data_len, &err);
+    return r ? r->ops->send(r->tl, rank, hdr, hdr_len, data, data_len) : err;
+}
+
+xp_status_t xp_tl_send_excl(int rank, const void *hdr, size_t hdr_len, const void *data,
+                            size_t data_len)
+{
+    xp_status_t err;
+    const tl_route_t *r = send_route(rank, hdr, hdr_len, data, data_len, &err);
+    return r ? r->send_excl(r->tl, rank, hdr, hdr_len, data, data_len) : err;
 }
 
 int xp_tl_progress(void)

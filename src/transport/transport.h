@@ -75,6 +75,13 @@ typedef struct xp_tl_ops {
      * doorbell and before its last check of the predicate (e.g. the
      * sleeper's half of an asymmetric fence). */
     void (*before_sleep)(xp_tl_t *tl);
+    /* Like send, for callers that are serialised among themselves (the
+     * engine sends its answers with its poll lock held): the transport may
+     * use a lane with a single producer and no locked instruction. Packets
+     * sent this way stay in order among themselves; they are not ordered
+     * with those of send(). NULL: send() is used. */
+    xp_status_t (*send_excl)(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                             const void *data, size_t data_len);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -92,6 +99,12 @@ void xp_tl_fini(void);
  * XP_ERR_OVERFLOW above xp_tl_max_packet(rank); XP_ERR_NOT_FOUND when no
  * transport reaches rank; XP_ERR_INVALID for a bad rank. */
 xp_status_t xp_tl_send(int rank, const void *hdr, size_t hdr_len, const void *data, size_t data_len);
+/* xp_tl_send for a caller that holds the engine's poll lock, so that no two
+ * such sends run at once (answers: ACK, REPLY). Same results as xp_tl_send;
+ * the packets keep their order among themselves but not with respect to
+ * xp_tl_send's (requests), which the engine does not need for answers. */
+xp_status_t xp_tl_send_excl(int rank, const void *hdr, size_t hdr_len, const void *data,
+                            size_t data_len);
 /* Poll every open transport; returns the number of packets delivered.
  * Callable from several threads (one polls a given inbox at a time; the others
  * return 0 at once) and from inside the handler (returns 0). */

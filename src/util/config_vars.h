@@ -58,3 +58,11 @@ XP_CONFIG_VAR(shm_heap_size, SIZE, "XP_SHM_HEAP_SIZE", "256m", 0, 68719476736, "
               "Bytes of address space of each process's shared heap (xp_shmalloc; pages are "
               "allocated on first touch); transfers from/to a peer's heap are plain copies. 0: none")
 /* clang-format on */
+/* clang-format off */
+XP_CONFIG_VAR(shm_pair_ring_size, SIZE, "XP_SHM_PAIR_RING_SIZE", "128k", 0, 1073741824, "",
+              "Bytes of each shm pair lane (rounded down to a power of two, at least 128k): every "
+              "process gets two single-producer rings into each local peer, one for the requests "
+              "of one of its threads and one for its answers, so small sends need no locked "
+              "instruction (pages are allocated on first use). 0: every packet goes through the "
+              "peer's shared inbox ring")
+/* clang-format on */
