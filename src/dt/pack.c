@@ -201,9 +201,10 @@ static ALWAYS_INLINE void run_dir(int dir, const dt_job_t *job, size_t off, size
  * would not stay cached anyway. Not for small blocks, where a queued piece
  * per block would cost more than the stores save. */
 #define STREAM_MIN_BLOCK 256
+#define STREAM_MIN_WINDOW 4096 /* below, not worth asking the state for the cache size */
 static int use_stream(const dt_job_t *job)
 {
-    if (job->dir == DT_DIR_REDUCE)
+    if (job->dir == DT_DIR_REDUCE || job->len < STREAM_MIN_WINDOW)
         return 0;
     size_t min = xp_config()->dt_stream_min;
     if (!min) {
