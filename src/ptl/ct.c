@@ -18,6 +18,7 @@ struct xp_ct {
     xp_ni_t *ni;
     uint64_t success;        /* atomic */
     uint64_t failure;        /* atomic */
+    uint64_t wake_at;        /* lowest success count a waiter waits for (UINT64_MAX: none) */
     int lock_ready;          /* the mutex survives reuse of the slot */
     pthread_mutex_t lock;    /* the triggered list */
     xp_trig_t *trig_head;    /* sorted by threshold; read without the lock as a hint */
@@ -83,14 +84,44 @@ static xp_trig_t *take_ready(xp_ct_t *ct)
     return head;
 }
 
-/* After a counter change: issue what became ready, wake waiters. The
- * seq_cst load pairs with the seq_cst store in xp_ct_post_trig: either the
- * poster sees the new count or this thread sees the new operation.
- * No lost wake-up: every change of success/failure/handle is followed by
- * xp_ptl_notify, whose fence orders it before the look at the sleepers; a
- * PtlCTWait sleeper announces itself before its last read of the counter
- * (progress.c), so one of the two sees the other. */
-static void after_update(xp_ct_t *ct)
+/* A waiter's condition may hold after this update: a failure, or success
+ * reached the lowest registered threshold (which we then clear: waiters
+ * still short of theirs register again before they sleep). Waking every
+ * waiter on every increment made a PtlCTWait thread of a window of large
+ * puts wake per acknowledgement and take the CPU from the progress thread. */
+static int wake_due(xp_ct_t *ct)
+{
+    ptl_ct_event_t ev = xp_ct_read(ct);
+    if (ev.failure)
+        return 1;
+    uint64_t at = __atomic_load_n(&ct->wake_at, __ATOMIC_SEQ_CST);
+    while (at <= ev.success)
+        if (__atomic_compare_exchange_n(&ct->wake_at, &at, UINT64_MAX, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+            return 1;
+    return 0;
+}
+
+/* A waiter for success >= test: lower wake_at to test. Seq_cst against
+ * wake_due: either the updater sees the threshold or the waiter's next
+ * read of the counter sees the update. */
+static void wait_register(xp_ct_t *ct, uint64_t test)
+{
+    uint64_t at = __atomic_load_n(&ct->wake_at, __ATOMIC_SEQ_CST);
+    while (at > test && !__atomic_compare_exchange_n(&ct->wake_at, &at, test, 0,
+                                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+}
+
+/* After a counter change: issue what became ready, wake waiters whose
+ * condition may hold (all of them when `all`). The seq_cst load pairs with
+ * the seq_cst store in xp_ct_post_trig: either the poster sees the new
+ * count or this thread sees the new operation.
+ * No lost wake-up: a waiter registers its threshold (wait_register) and
+ * then announces itself as a sleeper (progress.c) before its last read of
+ * the counter; an update is followed by wake_due and xp_ptl_notify, whose
+ * fence orders it before the look at the sleepers, so one sees the other. */
+static void after_update(xp_ct_t *ct, int all)
 {
     if (__atomic_load_n(&ct->trig_head, __ATOMIC_SEQ_CST)) {
         xp_trig_t *ready;
@@ -100,7 +131,8 @@ static void after_update(xp_ct_t *ct)
         if (ready)
             xp_trig_run(ready);
     }
-    xp_ptl_notify();
+    if (all || wake_due(ct))
+        xp_ptl_notify();
 }
 
 void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
@@ -109,14 +141,14 @@ void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
         __atomic_add_fetch(&ct->success, success, __ATOMIC_SEQ_CST);
     if (failure)
         __atomic_add_fetch(&ct->failure, failure, __ATOMIC_SEQ_CST);
-    after_update(ct);
+    after_update(ct, 0);
 }
 
 void xp_ct_set(xp_ct_t *ct, ptl_ct_event_t value)
 {
     __atomic_store_n(&ct->success, value.success, __ATOMIC_SEQ_CST);
     __atomic_store_n(&ct->failure, value.failure, __ATOMIC_SEQ_CST);
-    after_update(ct);
+    after_update(ct, 1);
 }
 
 /* Insert keeping thresholds sorted and equal thresholds in call order. */
@@ -307,6 +339,7 @@ int PtlCTAlloc(ptl_handle_ni_t ni_handle, ptl_handle_ct_t *ct_handle)
     ct->ni = ni;
     __atomic_store_n(&ct->success, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ct->failure, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ct->wake_at, UINT64_MAX, __ATOMIC_RELAXED);
     /* Atomic: a thread counting through a stale handle of this slot reads
      * trig_head without the lock (after_update). */
     __atomic_store_n(&ct->trig_head, NULL, __ATOMIC_RELAXED);
@@ -397,6 +430,7 @@ static int ct_wait_pred(void *arg)
             w->dead = 1;
             return 1;
         }
+        wait_register(w->cts[i], w->tests[i]);
         if (ct_reached(w->cts[i], w->tests[i])) {
             w->which = i;
             return 1;

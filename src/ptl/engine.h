@@ -130,6 +130,9 @@ typedef struct xp_ptl_state {
     uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
     int active_waiters;            /* app threads spinning in xp_ptl_wait_until */
     int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
+    int app_db_sleepers;           /* of those, asleep on the doorbell (no progress thread) */
+    int app_parked;                /* of those, asleep on app_word (thread progress) */
+    uint32_t app_word;             /* bumped by xp_ptl_notify while app_parked > 0 */
     uint32_t park_word;            /* progress thread parks here while app threads spin */
     /* deferred answers */
     pthread_mutex_t defer_lock;

@@ -1,11 +1,15 @@
 /* ptl/progress.c - inline progress, the progress thread and the wait primitive.
  *
  * Why no wake-up is lost (the doorbell's own rule is in util/atomic.c):
- * - A waiter sleeps only through xp_tl_wait, after app_sleepers++ and a
+ * - With a progress thread, an application waiter sleeps on app_word after
+ *   app_parked++ and a fence; its last look before the futex covers its
+ *   condition and PtlAbort, and xp_ptl_notify bumps app_word after their
+ *   changes. Arrivals do not wake it: the progress thread handles them.
+ * - Otherwise a waiter sleeps only through xp_tl_wait, after app_db_sleepers++ and a
  *   fence, and its last look before the futex covers its condition, PtlAbort
  *   (abort_gen), our inbox (xp_tl_pending) and queued answers (defer_count).
  *   Each of those changes is followed by something that rings: CT/EQ updates
- *   and xp_ptl_interrupt call xp_ptl_notify (fence, then app_sleepers and
+ *   and xp_ptl_interrupt call xp_ptl_notify (fence, then app_db_sleepers and
  *   sleepers), an arrival is rung by its sender, and answers still queued
  *   after a flush call xp_ptl_notify; and since the peer draining its ring
  *   rings nobody, a sleep with queued answers lasts at most DEFER_RETRY_NS.
@@ -14,8 +18,8 @@
  *   nobody slept rang nobody, and the holder may return without it.
  * - The progress thread parks (futex on park_word) only while an
  *   application thread spins actively and polls for it; the park is bounded
- *   by PARK_NS, so the hand-back when that waiter goes to sleep or returns
- *   needs no wake-up. Its doorbell sleep looks at the inbox, active_waiters,
+ *   by PARK_NS, so the hand-back when that waiter returns needs no wake-up
+ *   (one that goes to sleep on app_word wakes it: end_active). Its doorbell sleep looks at the inbox, active_waiters,
  *   defer_count and progress_stop; PtlFini rings the doorbell directly.
  */
 #include <errno.h>
@@ -76,15 +80,20 @@ int xp_ptl_progress(void)
  * so ringing for it cost every local update a futex wake plus a wake-up and
  * re-sleep of that thread (ptl_unexpected: ~1 us per match once the progress
  * thread had gone to sleep). The fence orders the caller's update before the
- * look (a sleeper bumps app_sleepers before its last check of the condition). */
+ * look (a sleeper bumps app_db_sleepers or app_parked before its last check
+ * of the condition). */
 void xp_ptl_notify(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     xp_doorbell_t *db = xp_tl_doorbell();
+    xp_fence();
+    if (__atomic_load_n(&st->app_parked, __ATOMIC_RELAXED)) {
+        __atomic_add_fetch(&st->app_word, 1, __ATOMIC_SEQ_CST);
+        xp_futex_wake(&st->app_word, INT_MAX);
+    }
     if (!db)
         return;
-    xp_fence();
-    if (!__atomic_load_n(&st->app_sleepers, __ATOMIC_RELAXED) &&
+    if (!__atomic_load_n(&st->app_db_sleepers, __ATOMIC_RELAXED) &&
         !__atomic_load_n(&st->defer_count, __ATOMIC_RELAXED))
         return;
     if (__atomic_load_n(&db->sleepers, __ATOMIC_RELAXED))
@@ -144,6 +153,56 @@ static xp_status_t sleep_once(wait_ctx_t *w, uint64_t deadline_ns)
     return rc == XP_ERR_TIMEOUT ? XP_OK : rc;
 }
 
+/* The passive phase with a progress thread: sleep on app_word, which only
+ * xp_ptl_notify (a CT reaching a waiter's threshold, an event, PtlAbort)
+ * bumps. Packet arrivals do not wake this thread: they wake the progress
+ * thread, which is then the only runnable thread of this process. Waking
+ * the application thread on every arrival made it compete for this
+ * process's CPU (xprun binds a rank's threads to one) with the progress
+ * thread in the middle of a long copy that a peer waited for (split_copy). */
+static xp_status_t park_app(wait_ctx_t *w, uint64_t deadline_ns)
+{
+    xp_ptl_state_t *st = w->st;
+    xp_status_t rc = XP_OK;
+    __atomic_add_fetch(&st->app_sleepers, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&st->app_parked, 1, __ATOMIC_SEQ_CST);
+    xp_fence();
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&st->app_word, __ATOMIC_SEQ_CST);
+        if (wait_pred(w))
+            break;
+        uint64_t now = xp_time_ns();
+        if (now >= deadline_ns) {
+            rc = XP_ERR_TIMEOUT;
+            break;
+        }
+        xp_futex_wait(&st->app_word, seen, deadline_ns == UINT64_MAX ? UINT64_MAX : deadline_ns - now);
+    }
+    __atomic_sub_fetch(&st->app_parked, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&st->app_sleepers, 1, __ATOMIC_SEQ_CST);
+    return rc;
+}
+
+/* Application threads park on app_word only while the progress thread runs
+ * (and is not the caller: it must keep polling). */
+static int can_park(const xp_ptl_state_t *st)
+{
+    return __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE) &&
+           !pthread_equal(pthread_self(), st->progress_thread);
+}
+
+/* The progress thread parks while application threads spin; when the last
+ * one stops spinning, hand polling back to it at once. */
+static void end_active(xp_ptl_state_t *st)
+{
+    if (__atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL) == 0 &&
+        __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE)) {
+        __atomic_add_fetch(&st->park_word, 1, __ATOMIC_ACQ_REL);
+        xp_futex_wake(&st->park_word, 1);
+    }
+}
+
 xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
     xp_ptl_state_t *st = xp_ptl_state();
@@ -164,18 +223,25 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
         }
         xp_cpu_relax();
     }
+    if (can_park(st)) {
+        end_active(st);
+        rc = park_app(&w, deadline_ns);
+        goto check;
+    }
     __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
-    /* Passive phase: sleep on the doorbell; arrivals and local updates ring
-     * it (the latter only while app_sleepers > 0: xp_ptl_notify). The fence
+    /* Passive phase without a progress thread: sleep on the doorbell; arrivals and local updates ring
+     * it (the latter only while app_db_sleepers > 0: xp_ptl_notify). The fence
      * pairs with notify's: either it sees us here or our next check of the
      * predicate sees its update. xp_tl_wait (not xp_doorbell_wait): with
      * XP_SHM_ASYM_FENCE the sleeper's membarrier is what makes fence-free
      * senders safe. */
     __atomic_add_fetch(&st->app_sleepers, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&st->app_db_sleepers, 1, __ATOMIC_SEQ_CST);
     xp_fence();
     do
         rc = sleep_once(&w, deadline_ns);
     while (rc == XP_OK && !wait_pred(&w));
+    __atomic_sub_fetch(&st->app_db_sleepers, 1, __ATOMIC_ACQ_REL);
     __atomic_sub_fetch(&st->app_sleepers, 1, __ATOMIC_ACQ_REL);
     goto check;
 done_active:
@@ -209,8 +275,9 @@ static void *progress_main(void *arg)
 {
     xp_ptl_state_t *st = arg;
     while (!__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE)) {
-        if (__atomic_load_n(&st->active_waiters, __ATOMIC_ACQUIRE)) {
-            uint32_t seen = __atomic_load_n(&st->park_word, __ATOMIC_ACQUIRE);
+        /* Read before active_waiters, so end_active's bump is not missed. */
+        uint32_t seen = __atomic_load_n(&st->park_word, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&st->active_waiters, __ATOMIC_SEQ_CST)) {
             xp_futex_wait(&st->park_word, seen, PARK_NS);
             continue;
         }

@@ -7,7 +7,8 @@
  * a barrier (every peer has mapped it) unlinks its own name, so /dev/shm is
  * clean even if a process is SIGKILLed later. Packets go into the receiver's
  * ring; bulk data moves single-copy with process_vm_readv/writev where a probe
- * at open shows it is allowed.
+ * at open shows it is allowed; a large one is shared with the peer whose
+ * memory it copies (split_copy), so that both processes' CPUs copy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +28,21 @@
 #define SHM_MAX_PACKET (32u * 1024u)
 #define SHM_KV_KEY "xp.tl.shm"
 #define SHM_LIVENESS_NS 1000000ull /* 1 ms */
+#define SPLIT_MAGIC 0x58505350u     /* "XPSP" */
+
+/* A request to help with a shared transfer (split_copy). It travels through
+ * the helper's inbox with src = -2 - requester, so it never reaches the
+ * engine (shm_deliver). Addresses are in each side's own address space. */
+typedef struct split_req {
+    uint32_t magic;
+    uint32_t gen;            /* the requester's split.claim generation */
+    uint32_t nchunks;        /* ceil(len / chunk) */
+    uint32_t to_helper;      /* 1: the helper reads the requester's memory into its own */
+    uint64_t chunk;
+    uint64_t len;
+    uint64_t helper_addr;    /* the helper's buffer */
+    uint64_t requester_addr; /* the requester's buffer */
+} split_req_t;
 
 /* What a process publishes about its segment. */
 typedef struct shm_addr {
@@ -58,6 +74,10 @@ typedef struct shm_tl {
     const xp_tl_params_t *params;
     int rank, size;
     int asym;              /* registered for global membarriers */
+    int splitting;         /* our split area is in use (split_copy) */
+    uint32_t split_gen;    /* last generation of our split area */
+    size_t split_min;      /* XP_SHM_SPLIT_MIN; 0 when oversubscribed */
+    size_t split_chunk;    /* XP_SHM_SPLIT_CHUNK */
     xp_shm_seg_t own;
     xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
     shm_peer_t *peers;     /* size entries */
@@ -193,6 +213,10 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
         return st;
     }
     s->inbox = &s->own.hdr->ring;
+    /* Sharing a copy with a peer that may share our CPU gains nothing. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    s->split_min = ncpu > 0 && xp_local_size() > ncpu ? 0 : xp_config()->shm_split_min;
+    s->split_chunk = xp_config()->shm_split_chunk;
     shm_peer_t *me = &s->peers[s->rank];
     me->ring = s->inbox;
     me->db = &s->own.hdr->doorbell;
@@ -248,12 +272,64 @@ static int shm_pending(xp_tl_t *tl)
     return xp_shm_ring_pending(((shm_tl_t *)tl)->inbox);
 }
 
+/* Is r a well-formed request for a transfer of at most 2^32 chunks? */
+static int split_req_ok(const split_req_t *r)
+{
+    return r->magic == SPLIT_MAGIC && r->chunk >= 4096 && r->len <= UINT64_MAX - r->chunk &&
+           r->nchunks == (r->len + r->chunk - 1) / r->chunk;
+}
+
+/* Copy the chunks of a peer's shared transfer that we can still claim (we
+ * are the process whose memory it copies). A stale request claims nothing;
+ * a chunk we claim we copy at once, without waiting for anything, since the
+ * requester waits for it. */
+static void split_help(shm_tl_t *s, int rank, const void *pkt, size_t len)
+{
+    split_req_t r;
+    if (rank < 0 || rank >= s->size || rank == s->rank || !s->peers[rank].seg.hdr ||
+        len != sizeof r)
+        return;
+    memcpy(&r, pkt, sizeof r);
+    if (!split_req_ok(&r)) {
+        xp_warn("shm: malformed split request from rank %d dropped", rank);
+        return;
+    }
+    shm_peer_t *p = &s->peers[rank];
+    xp_shm_split_t *sp = &p->seg.hdr->split;
+    uint64_t gen = (uint64_t)r.gen << 32;
+    for (;;) {
+        uint64_t w = xp_load_acquire(&sp->claim);
+        if ((w & ~(uint64_t)UINT32_MAX) != gen || (uint32_t)w >= r.nchunks)
+            return;
+        if (!xp_cas(&sp->claim, &w, w + 1))
+            continue;
+        uint64_t off = (uint64_t)(uint32_t)w * r.chunk, n = r.len - off;
+        struct iovec mine = {(void *)(uintptr_t)(r.helper_addr + off), n < r.chunk ? n : r.chunk};
+        struct iovec theirs = {(void *)(uintptr_t)(r.requester_addr + off), mine.iov_len};
+        xp_status_t st = xp_cma_copy(p->pid, !r.to_helper, &mine, 1, &theirs, 1);
+        if (st != XP_OK)
+            xp_store_relaxed(&sp->error, (int32_t)st);
+        __atomic_add_fetch(&sp->done, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* Packets from peers go to the engine; negative sources are our own
+ * requests (split_help). */
+static void shm_deliver(void *arg, int src, const void *pkt, size_t len)
+{
+    shm_tl_t *s = arg;
+    if (src >= 0)
+        s->params->recv(s->params->recv_arg, src, pkt, len);
+    else
+        split_help(s, -2 - src, pkt, len);
+}
+
 static int shm_poll(xp_tl_t *tl, int budget)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
     if (!xp_shm_ring_pending(s->inbox) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
         return 0;
-    int n = xp_shm_ring_poll(s->inbox, budget, s->params->recv, s->params->recv_arg);
+    int n = xp_shm_ring_poll(s->inbox, budget, shm_deliver, s);
     __atomic_store_n(&s->polling, 0, __ATOMIC_RELEASE);
     return n < 0 ? 0 : n;
 }
@@ -280,6 +356,78 @@ static int heap_copy(shm_peer_t *p, int do_write, const struct iovec *local, int
     return 1;
 }
 
+/* Copy chunks of a shared transfer until none is left to claim; returns
+ * how many we copied. */
+static uint32_t split_take(shm_tl_t *s, shm_peer_t *p, const split_req_t *r, int do_write,
+                           xp_status_t *st)
+{
+    xp_shm_split_t *sp = &s->own.hdr->split;
+    uint32_t mine = 0;
+    for (;;) {
+        uint64_t w = xp_load_relaxed(&sp->claim);
+        if ((uint32_t)w >= r->nchunks)
+            return mine;
+        if (!xp_cas(&sp->claim, &w, w + 1))
+            continue;
+        size_t off = (size_t)(uint32_t)w * r->chunk, n = r->len - off;
+        struct iovec l = {(void *)(uintptr_t)(r->requester_addr + off), n < r->chunk ? n : r->chunk};
+        struct iovec rm = {(void *)(uintptr_t)(r->helper_addr + off), l.iov_len};
+        xp_status_t cst = xp_cma_copy(p->pid, do_write, &l, 1, &rm, 1);
+        if (cst != XP_OK)
+            *st = cst;
+        mine++;
+    }
+}
+
+/* A large copy between our buffer `local` and peer p's buffer `remote`:
+ * ask p to copy chunks of it too (it writes what we would read, or reads
+ * what we would write) while we copy the others; both claim chunks from our
+ * split area, so whatever p does not claim (it may be busy or asleep) we
+ * copy ourselves. We wait only for chunks p has claimed, which it copies
+ * at once. -1: not applicable (the area is busy: another thread splits). */
+static int split_copy(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
+                      const struct iovec *remote, xp_status_t *st_out)
+{
+    shm_peer_t *p = &s->peers[rank];
+    xp_shm_split_t *sp = &s->own.hdr->split;
+    if (__atomic_exchange_n(&s->splitting, 1, __ATOMIC_ACQUIRE))
+        return -1;
+    uint32_t gen = ++s->split_gen ? s->split_gen : ++s->split_gen;
+    size_t len = local->iov_len, chunk = s->split_chunk;
+    split_req_t r = {.magic = SPLIT_MAGIC, .gen = gen, .to_helper = (uint32_t)do_write,
+                     .chunk = chunk, .len = len, .nchunks = (uint32_t)((len + chunk - 1) / chunk),
+                     .helper_addr = (uintptr_t)remote->iov_base,
+                     .requester_addr = (uintptr_t)local->iov_base};
+    xp_store_relaxed(&sp->done, 0);
+    xp_store_relaxed(&sp->error, 0);
+    xp_store_release(&sp->claim, (uint64_t)gen << 32);
+    if (xp_shm_ring_push(p->ring, &p->cached_head, -2 - s->rank, &r, sizeof r, NULL, 0) == XP_OK)
+        xp_shm_doorbell_ring_fenced(p->db, p->fence);
+    xp_status_t st = XP_OK;
+    uint32_t theirs = r.nchunks - split_take(s, p, &r, do_write, &st);
+    /* p copies on its own CPU (no split when oversubscribed): spin. */
+    while (xp_load_acquire(&sp->done) != theirs) {
+        if (peer_gone(p)) {
+            st = XP_ERR_PEER_DEAD;
+            break;
+        }
+        xp_cpu_relax();
+    }
+    if (st == XP_OK && xp_load_relaxed(&sp->error))
+        st = (xp_status_t)xp_load_relaxed(&sp->error);
+    __atomic_store_n(&s->splitting, 0, __ATOMIC_RELEASE);
+    *st_out = st;
+    return 0;
+}
+
+/* Worth sharing with the peer: one large contiguous buffer on each side. */
+static int split_fits(const shm_tl_t *s, const struct iovec *local, int nlocal,
+                      const struct iovec *remote, int nremote)
+{
+    return s->split_min && nlocal == 1 && nremote == 1 && local->iov_len >= s->split_min &&
+           local->iov_len == remote->iov_len && local->iov_len / s->split_chunk < UINT32_MAX - 1;
+}
+
 static xp_status_t shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
                            int nlocal, const struct iovec *remote, int nremote)
 {
@@ -294,7 +442,10 @@ static xp_status_t shm_rma(shm_tl_t *s, int rank, int do_write, const struct iov
         return XP_ERR_UNSUPPORTED;
     if (xp_load_relaxed(&p->dead))
         return XP_ERR_PEER_DEAD;
-    xp_status_t st = xp_cma_copy(p->pid, do_write, local, nlocal, remote, nremote);
+    xp_status_t st;
+    if (!split_fits(s, local, nlocal, remote, nremote) ||
+        split_copy(s, rank, do_write, local, remote, &st) != 0)
+        st = xp_cma_copy(p->pid, do_write, local, nlocal, remote, nremote);
     if (st == XP_ERR_PEER_DEAD)
         xp_store_relaxed(&p->dead, 1);
     return st;

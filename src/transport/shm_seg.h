@@ -25,6 +25,17 @@
  * last check, so producers that registered need no fence when ringing. */
 #define XP_SHM_SEG_ASYM_FENCE 1u
 
+/* A large single-copy transfer that the segment's owner shares with the
+ * peer whose memory it copies (shm.c, split_copy): both claim fixed-size
+ * chunks from `claim` = (transfer generation << 32) | next chunk, so a late
+ * helper whose generation is stale claims nothing; `done` counts the chunks
+ * the helper finished in the current generation; `error` is its failure. */
+typedef struct xp_shm_split {
+    uint64_t claim;
+    uint32_t done;
+    int32_t error;
+} xp_shm_split_t;
+
 typedef struct xp_shm_seg_hdr {
     uint64_t magic;
     uint32_t version;
@@ -33,6 +44,7 @@ typedef struct xp_shm_seg_hdr {
     uint32_t flags;       /* XP_SHM_SEG_* */
     xp_doorbell_t doorbell XP_CACHE_ALIGNED;
     char pad_[XP_CACHE_LINE - sizeof(xp_doorbell_t)];
+    xp_shm_split_t split XP_CACHE_ALIGNED; /* written by the owner and its helper */
     xp_shm_ring_t ring XP_CACHE_ALIGNED; /* the inbox; cells follow */
 } xp_shm_seg_hdr_t;
 
