@@ -48,15 +48,23 @@ static int is_fetching(uint8_t type)
     return type == XP_PKT_GET || type == XP_PKT_FETCH || type == XP_PKT_SWAP;
 }
 
-/* Answer the initiator (ACK for put/atomic, REPLY for the fetching kinds). */
-static void answer(req_t *r, const void *data, size_t len, int rma_done)
+static void send_answer(req_t *r, const void *data, size_t len, int rma_done);
+
+/* Answer the initiator (ACK for put/atomic, REPLY for the fetching kinds).
+ * Inline: the common put that wants no answer at all leaves here, before
+ * the header is copied (an 80-byte copy per put in a ping-pong). */
+static inline void answer(req_t *r, const void *data, size_t len, int rma_done)
+{
+    const xp_pkt_t *h = r->h;
+    if (h->ack_req == PTL_NO_ACK_REQ && !(h->flags & XP_PKT_F_RMA) && !is_fetching(h->type))
+        return;
+    send_answer(r, data, len, rma_done);
+}
+
+static void send_answer(req_t *r, const void *data, size_t len, int rma_done)
 {
     const xp_pkt_t *h = r->h;
     int rma_put = (h->flags & XP_PKT_F_RMA) && !is_fetching(h->type);
-    /* The common put that wants no answer at all: leave before copying the
-     * header (an 80-byte copy per put in a ping-pong). */
-    if (h->ack_req == PTL_NO_ACK_REQ && !rma_put && !is_fetching(h->type))
-        return;
     xp_pkt_t a = *h;
     a.flags = 0;
     a.nseg = 0;
@@ -221,7 +229,12 @@ static void match(req_t *r)
         }
     }
     accept_ctx_t ctx = { r->h };
-    uint64_t src = xp_pt_source_of(r->ni, r->src);
+    /* A logical NI whose map is still the identity (immutable, ni.h) names
+     * the sender by its job rank: no map walk. */
+    uint64_t src = !r->ni->physical && __atomic_load_n(&r->ni->map, __ATOMIC_ACQUIRE) ==
+                                           r->ni->map_identity
+                       ? (uint64_t)r->src
+                       : xp_pt_source_of(r->ni, r->src);
     xp_match_entry_t *e = xp_match_find(&r->pt->table, XP_MATCH_PRIORITY, src, r->h->match_bits,
                                         accept_entry, &ctx);
     r->list = PTL_PRIORITY_LIST;
@@ -273,18 +286,10 @@ static inline void copy_small(char *dst, const unsigned char *src, size_t len)
     }
 }
 
-static void deliver_put(req_t *r)
+/* A put whose data comes by single-copy RMA (its own function: the iovec
+ * arrays are 2 KiB of stack that the inline case does not need). */
+static void __attribute__((noinline)) deliver_put_rma(req_t *r)
 {
-    const xp_pkt_t *h = r->h;
-    if (r->mlength == 0)
-        return;
-    if (!(h->flags & XP_PKT_F_RMA)) {
-        if (r->mlength <= 16 && !r->le->region.iov)
-            copy_small(r->le->region.start + r->offset, r->payload, (size_t)r->mlength);
-        else
-            xp_region_write(&r->le->region, r->offset, r->payload, r->mlength);
-        return;
-    }
     struct iovec local[MAX_IOV], remote[MAX_IOV];
     int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
     int nr = initiator_iov(r, remote);
@@ -293,6 +298,18 @@ static void deliver_put(req_t *r)
                  (size_t)r->mlength);
         r->fail = PTL_NI_SEGV;
     }
+}
+
+static inline void deliver_put(req_t *r)
+{
+    if (r->mlength == 0)
+        return;
+    if (r->h->flags & XP_PKT_F_RMA)
+        deliver_put_rma(r);
+    else if (r->mlength <= 16 && !r->le->region.iov)
+        copy_small(r->le->region.start + r->offset, r->payload, (size_t)r->mlength);
+    else
+        xp_region_write(&r->le->region, r->offset, r->payload, r->mlength);
 }
 
 /* Serve a get: inline reply data, or write into the initiator's segments. */
