@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
@@ -28,6 +32,9 @@
 #define SHM_MAX_PACKET (32u * 1024u)
 #define SHM_KV_KEY "xp.tl.shm"
 #define SHM_LIVENESS_NS 1000000ull /* 1 ms */
+/* Pair lanes: a pair ring's half must hold the largest packet. */
+#define PAIR_MIN_CELLS 2048u
+#define PAIR_LANES 2 /* per sender: 0 requests of one thread, 1 answers */
 #define SPLIT_MAGIC 0x58505350u     /* "XPSP" */
 
 /* A request to help with a shared transfer (split_copy). It travels through
@@ -52,6 +59,10 @@ typedef struct shm_addr {
     char heap_name[XP_SHM_NAME_MAX]; /* "" when the owner has no shared heap */
     uint64_t heap_addr; /* where the owner mapped its heap */
     uint64_t heap_size;
+    char pair_name[XP_SHM_NAME_MAX]; /* "" when the owner has no pair lanes */
+    uint64_t pair_size;
+    uint32_t pair_cells;
+    uint32_t pair_nlocal;
 } shm_addr_t;
 
 typedef struct shm_peer {
@@ -66,6 +77,23 @@ typedef struct shm_peer {
     int dead;
     int fence;             /* ringing its doorbell needs a store-load fence */
     uint32_t caps;
+    /* Our lanes into its pair object (NULL: none; then sends use its inbox).
+     * lane_req carries every packet of one thread of ours (req_owner, the
+     * first that sends to it) with no locked instruction; lane_ans the
+     * answers other threads send (send_excl: its callers are serialised);
+     * the requests of other threads go to its inbox. The three are kept in
+     * causal order by waiting until the peer has handled the others' earlier
+     * packets (send_owner, send_other). */
+    xp_shm_ring_t *lane_req, *lane_ans;
+    uint64_t req_cached_head, ans_cached_head;
+    uintptr_t req_owner;   /* pthread_self() of lane_req's producer; 0: none yet */
+    uint64_t owner_seen;   /* owner only: other_end value known delivered */
+    uint64_t ans_seen;     /* owner only: lane_ans tail known delivered */
+    void *pair_map;        /* our mapping of its pair object */
+    size_t pair_len;
+    /* Written by non-owner threads only: end position in its inbox of the
+     * last request they put there. */
+    uint64_t other_end XP_CACHE_ALIGNED;
 } XP_CACHE_ALIGNED shm_peer_t;
 
 typedef struct shm_tl {
@@ -81,6 +109,15 @@ typedef struct shm_tl {
     xp_shm_seg_t own;
     xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
     shm_peer_t *peers;     /* size entries */
+    /* Our pair object: PAIR_LANES rings per local sender (by local index),
+     * which peers map; we poll the nrx rings of other ranks in rx. */
+    void *pair_base;
+    size_t pair_len;
+    uint32_t pair_cells;
+    int nlocal, linked_pair;
+    char pair_name[XP_SHM_NAME_MAX];
+    xp_shm_ring_t **rx;
+    int nrx;
 } shm_tl_t;
 
 static uint32_t ring_cells(void)
@@ -104,6 +141,114 @@ static void create_heap(shm_tl_t *s)
     snprintf(name, sizeof name, "/xp-%s-%d-heap", xp_runtime_job_id(), s->rank);
     if (xp_shmheap_create(name, size, &s->heap) != XP_OK)
         xp_warn("shm: no shared heap (xp_shmalloc returns NULL)");
+}
+
+/* Index of `rank` among the ranks of its node (pair lanes are laid out by it). */
+static int local_index(int rank)
+{
+    int node = xp_node_of(rank), i = 0;
+    for (int r = 0; r < rank; r++)
+        i += xp_node_of(r) == node;
+    return i;
+}
+
+static size_t pair_ring_bytes(uint32_t cells)
+{
+    size_t b = xp_shm_ring_bytes(cells);
+    return (b + XP_CACHE_LINE - 1) / XP_CACHE_LINE * XP_CACHE_LINE;
+}
+
+static xp_shm_ring_t *pair_ring(void *base, uint32_t cells, int sender_index, int lane)
+{
+    size_t i = (size_t)sender_index * PAIR_LANES + (size_t)lane;
+    return (xp_shm_ring_t *)((char *)base + i * pair_ring_bytes(cells));
+}
+
+/* Our pair object: one lane per (local sender, lane), headers only written
+ * (the cells of unused lanes stay unallocated). Without it (XP_SHM_PAIR_RING_SIZE=0,
+ * or no room) every packet goes through the inbox. */
+static void create_pair(shm_tl_t *s)
+{
+    size_t want = xp_config()->shm_pair_ring_size / XP_SHM_CELL;
+    uint32_t cells = PAIR_MIN_CELLS;
+    int node = xp_node_of(s->rank);
+    if (!want)
+        return;
+    while ((size_t)cells * 2 <= want && cells < (1u << 24))
+        cells *= 2;
+    for (int r = 0; r < s->size; r++)
+        s->nlocal += xp_node_of(r) == node;
+    size_t len = pair_ring_bytes(cells) * (size_t)s->nlocal * PAIR_LANES;
+    snprintf(s->pair_name, sizeof s->pair_name, "/xp-%s-%d-pair", xp_runtime_job_id(), s->rank);
+    xp_status_t st;
+    int fd = xp_shm_create_sized(s->pair_name, len, &st);
+    if (fd < 0)
+        return;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        xp_log_errno(XP_LOG_WARN, "shm: mmap of %zu bytes of pair lanes", len);
+        shm_unlink(s->pair_name);
+        return;
+    }
+    for (int i = 0; i < s->nlocal; i++)
+        for (int lane = 0; lane < PAIR_LANES; lane++)
+            xp_shm_ring_init_zeroed(pair_ring(m, cells, i, lane), cells);
+    s->pair_base = m;
+    s->pair_len = len;
+    s->pair_cells = cells;
+    s->linked_pair = 1;
+}
+
+/* The rings we poll: every other local rank's lanes into our pair object. */
+static xp_status_t collect_rx(shm_tl_t *s)
+{
+    if (!s->pair_base)
+        return XP_OK;
+    s->rx = calloc((size_t)s->nlocal * PAIR_LANES, sizeof *s->rx);
+    if (!s->rx)
+        return XP_ERR_NO_MEMORY;
+    int mine = local_index(s->rank);
+    for (int i = 0; i < s->nlocal; i++)
+        for (int lane = 0; i != mine && lane < PAIR_LANES; lane++)
+            s->rx[s->nrx++] = pair_ring(s->pair_base, s->pair_cells, i, lane);
+    return XP_OK;
+}
+
+/* Map the pair object `rank` published and take our two lanes in it. */
+static void attach_pair(shm_tl_t *s, shm_peer_t *p, const shm_addr_t *addr)
+{
+    struct stat sb;
+    if (!addr->pair_name[0] || addr->pair_cells < PAIR_MIN_CELLS ||
+        (addr->pair_cells & (addr->pair_cells - 1)))
+        return;
+    size_t len = (size_t)addr->pair_size;
+    int idx = local_index(s->rank);
+    if (idx >= (int)addr->pair_nlocal ||
+        pair_ring_bytes(addr->pair_cells) * addr->pair_nlocal * PAIR_LANES != len)
+        return;
+    int fd = shm_open(addr->pair_name, O_RDWR, 0);
+    if (fd < 0) {
+        xp_log_errno(XP_LOG_WARN, "shm_open(%s) of a peer's pair lanes", addr->pair_name);
+        return;
+    }
+    void *m = MAP_FAILED;
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size == len)
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return;
+    xp_shm_ring_t *req = pair_ring(m, addr->pair_cells, idx, 0);
+    xp_shm_ring_t *ans = pair_ring(m, addr->pair_cells, idx, 1);
+    size_t ring_len = pair_ring_bytes(addr->pair_cells);
+    if (!xp_shm_ring_valid(req, ring_len) || !xp_shm_ring_valid(ans, ring_len)) {
+        munmap(m, len);
+        return;
+    }
+    p->pair_map = m;
+    p->pair_len = len;
+    p->lane_req = req;
+    p->lane_ans = ans;
 }
 
 /* Map the segment `rank` published; failure leaves the peer unreachable. */
@@ -135,6 +280,8 @@ static void attach_peer(shm_tl_t *s, int rank)
     if (addr.heap_name[0] &&
         xp_shmheap_attach(addr.heap_name, (size_t)addr.heap_size, &p->heap) == XP_OK)
         p->heap_remote = addr.heap_addr;
+    addr.pair_name[XP_SHM_NAME_MAX - 1] = '\0';
+    attach_pair(s, p, &addr);
 }
 
 /* The collective part of open: publish, fence, attach, barrier, unlink. Every
@@ -150,6 +297,12 @@ static xp_status_t exchange(shm_tl_t *s, xp_status_t created)
             addr.heap_addr = (uintptr_t)s->heap.base;
             addr.heap_size = s->heap.size;
         }
+        if (s->pair_base) {
+            snprintf(addr.pair_name, sizeof addr.pair_name, "%s", s->pair_name);
+            addr.pair_size = s->pair_len;
+            addr.pair_cells = s->pair_cells;
+            addr.pair_nlocal = (uint32_t)s->nlocal;
+        }
         st = xp_kv_put(SHM_KV_KEY, &addr, sizeof addr);
     }
     xp_status_t fst = xp_kv_fence();
@@ -164,6 +317,10 @@ static xp_status_t exchange(shm_tl_t *s, xp_status_t created)
         xp_shm_seg_unlink(&s->own);
     if (s->heap.base)
         xp_shmheap_unlink(&s->heap);
+    if (s->linked_pair) {
+        shm_unlink(s->pair_name);
+        s->linked_pair = 0;
+    }
     return st == XP_OK ? bst : st;
 }
 
@@ -174,7 +331,14 @@ static void shm_tl_close(xp_tl_t *tl)
         if (r != s->rank) {
             xp_shm_seg_close(&s->peers[r].seg);
             xp_shmheap_close(&s->peers[r].heap);
+            if (s->peers[r].pair_map)
+                munmap(s->peers[r].pair_map, s->peers[r].pair_len);
         }
+    if (s->linked_pair)
+        shm_unlink(s->pair_name);
+    if (s->pair_base)
+        munmap(s->pair_base, s->pair_len);
+    free(s->rx);
     xp_shm_seg_close(&s->own);
     xp_shmheap_close(&s->heap);
     free(s->peers);
@@ -204,10 +368,13 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     snprintf(name, sizeof name, "/xp-%s-%d", xp_runtime_job_id(), s->rank);
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
     create_heap(s);
+    create_pair(s);
     s->asym = xp_config()->shm_asym_fence && xp_membarrier_register();
     if (st == XP_OK && s->asym)
         s->own.hdr->flags |= XP_SHM_SEG_ASYM_FENCE;
     st = exchange(s, st);
+    if (st == XP_OK)
+        st = collect_rx(s);
     if (st != XP_OK) {
         shm_tl_close((xp_tl_t *)s);
         return st;
@@ -248,16 +415,9 @@ static int peer_gone(shm_peer_t *p)
     return 1;
 }
 
-static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
-                            const void *data, size_t data_len)
+/* After a push: ring the peer on success; a full ring may mean it died. */
+static xp_status_t pushed(shm_peer_t *p, xp_status_t st)
 {
-    shm_tl_t *s = (shm_tl_t *)tl;
-    shm_peer_t *p = &s->peers[rank];
-    if (hdr_len + data_len > SHM_MAX_PACKET)
-        return XP_ERR_OVERFLOW;
-    if (xp_load_relaxed(&p->dead))
-        return XP_ERR_PEER_DEAD;
-    xp_status_t st = xp_shm_ring_push(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data, data_len);
     if (st == XP_OK) {
         xp_shm_doorbell_ring_fenced(p->db, p->fence);
         return XP_OK;
@@ -267,9 +427,109 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
     return st;
 }
 
+/* Has the peer handled everything up to position `end` of ring r? */
+static inline int delivered(xp_shm_ring_t *r, uint64_t end)
+{
+    return (int64_t)(xp_load_acquire(&r->head) - end) >= 0;
+}
+
+/* A packet of lane_req's owner thread. What other threads sent before it
+ * (in happens-before order: e.g. an ACK our progress thread sent, which the
+ * peer must see before our next request) must be handled first: wait
+ * (AGAIN: the caller polls and retries) until the peer has. Both checks
+ * are plain loads of lines nobody writes while only the owner sends. */
+static xp_status_t send_owner(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_t hdr_len,
+                              const void *data, size_t data_len)
+{
+    uint64_t other = xp_load_acquire(&p->other_end);
+    if (other != p->owner_seen) {
+        if (!delivered(p->ring, other))
+            return pushed(p, XP_ERR_AGAIN);
+        p->owner_seen = other;
+    }
+    uint64_t ans = xp_load_acquire(&p->lane_ans->tail);
+    if (ans != p->ans_seen) {
+        if (!delivered(p->lane_ans, ans))
+            return pushed(p, XP_ERR_AGAIN);
+        p->ans_seen = ans;
+    }
+    return pushed(p, xp_shm_ring_push_single(p->lane_req, &p->req_cached_head, s->rank, hdr,
+                                             hdr_len, data, data_len));
+}
+
+/* Is this thread lane_req's owner (claiming it if nobody is)? The value of a
+ * thread that has exited may be reused by a new one, which is fine. */
+static inline int is_owner(shm_peer_t *p)
+{
+    uintptr_t me = (uintptr_t)pthread_self(), owner = xp_load_relaxed(&p->req_owner);
+    return __builtin_expect(owner == me, 1) || (!owner && xp_cas(&p->req_owner, &owner, me));
+}
+
+/* A request of any other thread: through the inbox (locked claim), once the
+ * peer has handled what went through the lanes before it. */
+static xp_status_t send_other(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_t hdr_len,
+                              const void *data, size_t data_len)
+{
+    uint64_t end, cur;
+    if (!delivered(p->lane_req, xp_load_acquire(&p->lane_req->tail)) ||
+        !delivered(p->lane_ans, xp_load_acquire(&p->lane_ans->tail)))
+        return pushed(p, XP_ERR_AGAIN);
+    xp_status_t st = xp_shm_ring_push_end(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data,
+                                          data_len, &end);
+    if (st == XP_OK) {
+        cur = xp_load_relaxed(&p->other_end);
+        while ((int64_t)(end - cur) > 0 && !xp_cas(&p->other_end, &cur, end))
+            ;
+    }
+    return pushed(p, st);
+}
+
+static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                            const void *data, size_t data_len)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    shm_peer_t *p = &s->peers[rank];
+    if (hdr_len + data_len > SHM_MAX_PACKET)
+        return XP_ERR_OVERFLOW;
+    if (xp_load_relaxed(&p->dead))
+        return XP_ERR_PEER_DEAD;
+    if (p->lane_req)
+        return is_owner(p) ? send_owner(s, p, hdr, hdr_len, data, data_len)
+                           : send_other(s, p, hdr, hdr_len, data, data_len);
+    return pushed(p, xp_shm_ring_push(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data,
+                                      data_len));
+}
+
+/* Answers: the engine serialises these callers (its poll lock), so the
+ * threads other than the owner share lane_ans. (The owner's own earlier
+ * requests are not waited for: an answer is caused by a packet of the
+ * peer's, not by our requests.) */
+static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                                 const void *data, size_t data_len)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    shm_peer_t *p = &s->peers[rank];
+    if (!p->lane_ans)
+        return shm_send(tl, rank, hdr, hdr_len, data, data_len);
+    if (hdr_len + data_len > SHM_MAX_PACKET)
+        return XP_ERR_OVERFLOW;
+    if (xp_load_relaxed(&p->dead))
+        return XP_ERR_PEER_DEAD;
+    if (is_owner(p))
+        return send_owner(s, p, hdr, hdr_len, data, data_len);
+    return pushed(p, xp_shm_ring_push_single(p->lane_ans, &p->ans_cached_head, s->rank, hdr,
+                                             hdr_len, data, data_len));
+}
+
 static int shm_pending(xp_tl_t *tl)
 {
-    return xp_shm_ring_pending(((shm_tl_t *)tl)->inbox);
+    shm_tl_t *s = (shm_tl_t *)tl;
+    if (xp_shm_ring_pending(s->inbox))
+        return 1;
+    for (int i = 0; i < s->nrx; i++)
+        if (xp_shm_ring_pending(s->rx[i]))
+            return 1;
+    return 0;
 }
 
 /* Is r a well-formed request for a transfer of at most 2^32 chunks? */
@@ -324,14 +584,23 @@ static void shm_deliver(void *arg, int src, const void *pkt, size_t len)
         split_help(s, -2 - src, pkt, len);
 }
 
+/* The inbox, then every pair lane with something in it. Their relative
+ * order does not matter: senders keep causal order themselves (shm_send). */
 static int shm_poll(xp_tl_t *tl, int budget)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
-    if (!xp_shm_ring_pending(s->inbox) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
+    if (!shm_pending(tl) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
         return 0;
-    int n = xp_shm_ring_poll(s->inbox, budget, shm_deliver, s);
+    int n = 0, got = xp_shm_ring_poll(s->inbox, budget, shm_deliver, s);
+    n += got > 0 ? got : 0;
+    for (int i = 0; i < s->nrx && n < budget; i++) {
+        if (!xp_shm_ring_pending(s->rx[i]))
+            continue;
+        got = xp_shm_ring_poll(s->rx[i], budget - n, shm_deliver, s);
+        n += got > 0 ? got : 0;
+    }
     __atomic_store_n(&s->polling, 0, __ATOMIC_RELEASE);
-    return n < 0 ? 0 : n;
+    return n;
 }
 
 #define HEAP_MAX_IOV 64
@@ -502,4 +771,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .doorbell = shm_doorbell,
     .peer_caps = shm_peer_caps,
     .before_sleep = shm_before_sleep,
+    .send_excl = shm_send_excl,
 };
