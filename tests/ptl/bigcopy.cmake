@@ -1,0 +1,34 @@
+# Large puts and gets between processes, every byte checked (mp_bigcopy.c):
+# the shm split copy (XP_SHM_SPLIT_MIN) and the plain single copy (iovec
+# MDs/LEs, or 4 ranks on a 2-CPU machine), both progress modes; and a peer
+# that dies in the middle of large transfers (--die).
+if(TARGET xprun)
+  xp_mp_test(mp_bigcopy NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_bigcopy.c LIBS portals
+             TIMEOUT 60 LABELS ptl)
+  xp_mp_test(mp_bigcopy NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_bigcopy.c LIBS portals
+             TIMEOUT 60 LABELS ptl)
+  if(TARGET mp_bigcopy)
+    # name | np | environment | arguments
+    set(_bigcopy_runs
+      "inline_np2|2|XP_PROGRESS=inline|"
+      "inline_np4|4|XP_PROGRESS=inline|"
+      "nosplit_np2|2|XP_SHM_SPLIT_MIN=0|"
+      "die_np2|2|XP_PROGRESS=thread|--die"
+      "die_inline_np2|2|XP_PROGRESS=inline|--die")
+    foreach(_run ${_bigcopy_runs})
+      string(REPLACE "|" ";" _f "${_run}")
+      list(GET _f 0 _name)
+      list(GET _f 1 _np)
+      list(GET _f 2 _env)
+      list(LENGTH _f _nf)
+      set(_args "")
+      if(_nf GREATER 3)
+        list(GET _f 3 _args)
+      endif()
+      add_test(NAME mp_bigcopy_${_name}
+               COMMAND $<TARGET_FILE:xprun> -n ${_np} --timeout 60 $<TARGET_FILE:mp_bigcopy> ${_args})
+      set_tests_properties(mp_bigcopy_${_name} PROPERTIES TIMEOUT 70 SKIP_RETURN_CODE 77
+                           ENVIRONMENT "${_env}" LABELS "mp;ptl")
+    endforeach()
+  endif()
+endif()
