@@ -3,13 +3,18 @@
  * end of a socket pair, or of a TCP connection for PMI_PORT): a correct
  * server, garbage answers, a closed connection, silence (XP_BOOTSTRAP_TIMEOUT),
  * a refused version, undecodable values, bad PMI_* variables. xp_init must
- * fail cleanly, never crash or hang.
+ * fail cleanly, never crash or hang. An inherited PMI_FD is shared with other
+ * PMI clients of the process (MPI, OpenSHMEM): xp_finalize leaves it open and
+ * unfinalized, and the library finalizes it at exit only if it is still open.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +28,7 @@ typedef struct server {
     int listen_fd; /* >= 0: accept first and do the initack handshake */
     mode_t_ mode;
     int nkv;
+    int finalized; /* a finalize arrived (atomic: read by the main thread) */
     char key[16][80], value[16][1100];
 } server_t;
 
@@ -125,6 +131,7 @@ static void *serve(void *arg)
             say(s->fd, "cmd=barrier_out\n");
         } else if (!strcmp(line, "cmd=finalize")) {
             say(s->fd, "cmd=finalize_ack\n");
+            __atomic_store_n(&s->finalized, 1, __ATOMIC_RELEASE);
             break;
         }
     }
@@ -169,7 +176,7 @@ static void test_good_server(void)
 {
     server_t s;
     pthread_t t;
-    start(&s, &t, SRV_OK, 0, 1);
+    int fd = start(&s, &t, SRV_OK, 0, 1);
     XP_REQUIRE(xp_init(NULL, NULL) == XP_OK);
     XP_CHECK_STR(xp_bootstrap_name(), "pmi1");
     XP_CHECK_EQ(xp_size(), 1);
@@ -180,15 +187,56 @@ static void test_good_server(void)
     XP_CHECK_EQ(xp_kv_get(0, "k", buf, &len), XP_OK);
     XP_CHECK_EQ(len, 6);
     XP_CHECK_STR(buf, "value");
-    XP_CHECK_EQ(xp_finalize(), XP_OK); /* closes PMI_FD */
+    XP_CHECK_EQ(xp_finalize(), XP_OK);
+    /* The shared channel stays open and unfinalized, and serves a new init. */
+    XP_CHECK(fcntl(fd, F_GETFD) >= 0);
+    XP_CHECK_EQ(__atomic_load_n(&s.finalized, __ATOMIC_ACQUIRE), 0);
+    XP_REQUIRE(xp_init(NULL, NULL) == XP_OK);
+    XP_CHECK_EQ(xp_barrier(), XP_OK);
+    XP_CHECK_EQ(xp_finalize(), XP_OK);
+    close(fd); /* as the program's own PMI client would at its finalize */
     pthread_join(t, NULL);
+    XP_CHECK_EQ(s.finalized, 0);
+}
+
+/* A child inherits PMI_FD, runs xp_init/xp_finalize and exits: the finalize
+ * comes at exit, unless the child closed the descriptor itself first (as
+ * MPICH's PMI client does in MPI_Finalize). */
+static void test_finalize_at_exit(int child_closes)
+{
+    int sv[2];
+    XP_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    pid_t pid = fork();
+    XP_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char buf[16];
+        close(sv[0]);
+        snprintf(buf, sizeof buf, "%d", sv[1]);
+        setenv("PMI_FD", buf, 1);
+        setenv("PMI_RANK", "0", 1);
+        setenv("PMI_SIZE", "1", 1);
+        if (xp_init(NULL, NULL) != XP_OK || xp_finalize() != XP_OK)
+            _exit(3);
+        if (child_closes)
+            close(sv[1]);
+        exit(0);
+    }
+    close(sv[1]);
+    server_t s = {.fd = sv[0], .listen_fd = -1, .mode = SRV_OK};
+    pthread_t t;
+    XP_REQUIRE(pthread_create(&t, NULL, serve, &s) == 0);
+    int status = 0;
+    XP_CHECK_EQ(waitpid(pid, &status, 0), pid);
+    XP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    pthread_join(t, NULL);
+    XP_CHECK_EQ(s.finalized, !child_closes);
 }
 
 static void test_bad_values(void)
 {
     server_t s;
     pthread_t t;
-    start(&s, &t, SRV_BADVALUE, 0, 1);
+    int fd = start(&s, &t, SRV_BADVALUE, 0, 1);
     XP_REQUIRE(xp_init(NULL, NULL) == XP_OK);
     char buf[64];
     size_t len = sizeof buf;
@@ -198,6 +246,7 @@ static void test_bad_values(void)
     XP_CHECK_EQ(xp_kv_get(0, "absent", buf, &len), XP_ERR_NOT_FOUND);
     XP_CHECK_EQ(len, sizeof buf);
     XP_CHECK_EQ(xp_finalize(), XP_OK);
+    close(fd);
     pthread_join(t, NULL);
 }
 
@@ -238,6 +287,8 @@ int main(void)
     setenv("XP_LOG_LEVEL", "error", 1);
     test_good_server();
     test_bad_values();
+    test_finalize_at_exit(0);
+    test_finalize_at_exit(1);
     expect_init_failure(SRV_GARBAGE, 0, 1, XP_ERR_PROTOCOL);
     expect_init_failure(SRV_CLOSE, 0, 1, XP_ERR_PEER_DEAD);
     expect_init_failure(SRV_REFUSE, 0, 1, XP_ERR_PROTOCOL);
