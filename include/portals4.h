@@ -40,7 +40,7 @@ enum ptl_retvals {
     PTL_FAIL,            /* non-specific failure */
     PTL_IGNORED,         /* PtlSetMap: a map is already in use; the call changed nothing */
     PTL_IN_USE,          /* the resource is busy (pending operations, attached entries) */
-    PTL_INTERRUPTED,     /* a wait was interrupted (object freed, NI finalized, PtlAbort) */
+    PTL_INTERRUPTED,     /* a wait was interrupted (its CT/EQ freed, NI finalized) */
     PTL_LIST_TOO_LONG,   /* the list would exceed max_list_size */
     PTL_NO_INIT,         /* PtlInit has not completed successfully */
     PTL_NO_SPACE,        /* out of memory or of an object limit */
@@ -48,7 +48,7 @@ enum ptl_retvals {
     PTL_PT_FULL,         /* no free portal table entry */
     PTL_PT_EQ_NEEDED,    /* PTL_PT_FLOWCTRL requested without an event queue */
     PTL_PT_IN_USE,       /* the requested portal table index is taken */
-    PTL_ABORTED,         /* Xportals: the operation was cancelled by PtlAbort */
+    PTL_ABORTED,         /* a wait was ended by PtlAbort */
     /* Codes of the 4.0 drafts, kept so that older clients' switch statements
      * still compile; this library never returns them. */
     PTL_NI_NOT_LOGICAL,  /* 4.0: a logical-NI call on a physical NI (now PTL_ARG_INVALID) */
@@ -586,7 +586,7 @@ PTL_EXPORT int PtlEndBundle(ptl_handle_ni_t ni_handle);
  * invert that test since PTL_OK is 0. */
 PTL_EXPORT int PtlHandleIsEqual(ptl_handle_any_t handle1, ptl_handle_any_t handle2);
 /* Interrupt every thread of this process blocked in PtlEQWait/PtlEQPoll/
- * PtlCTWait/PtlCTPoll: they return PTL_INTERRUPTED. Used before tearing down
+ * PtlCTWait/PtlCTPoll: they return PTL_ABORTED. Used before tearing down
  * after a failure. */
 PTL_EXPORT int PtlAbort(void);
 

@@ -35,7 +35,8 @@ extern "C" {
     X(ERR_CANCELED,   -16,  "operation canceled")                               \
     X(ERR_PERMISSION, -17,  "permission denied")                                \
     X(ERR_CONFIG,     -18,  "invalid configuration")                            \
-    X(ERR_INTERNAL,   -19,  "internal error")
+    X(ERR_INTERNAL,   -19,  "internal error")                                   \
+    X(ERR_ABORTED,    -20,  "aborted by the application")
 
 typedef enum {
 #define XP_STATUS_ENUM_(name, value, msg) XP_##name = value,

@@ -456,6 +456,8 @@ static int ct_wait_any(ct_wait_t *w, uint64_t deadline_ns, ptl_ct_event_t *event
     }
     if (w->dead || st == XP_ERR_CANCELED)
         return PTL_INTERRUPTED;
+    if (st == XP_ERR_ABORTED)
+        return PTL_ABORTED;
     if (st == XP_ERR_TIMEOUT)
         return PTL_CT_NONE_REACHED;
     if (st != XP_OK)

@@ -128,6 +128,7 @@ typedef struct xp_ptl_state {
     int progress_stop;
     pthread_mutex_t poll_lock;     /* one thread handles packets at a time */
     uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
+    uint32_t user_abort_gen;       /* bumped by PtlAbort (before abort_gen) */
     int active_waiters;            /* app threads spinning in xp_ptl_wait_until */
     int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
     int app_db_sleepers;           /* of those, asleep on the doorbell (no progress thread) */

@@ -16,7 +16,6 @@
 
 typedef struct eq_slot {
     ptl_event_t ev;
-    int dropped_before; /* events were lost between the previous slot and this one */
 } eq_slot_t;
 
 struct xp_eq {
@@ -28,7 +27,7 @@ struct xp_eq {
     uint64_t mask;          /* entries - 1 */
     uint64_t head;          /* next to consume (atomic reads outside the lock) */
     uint64_t tail;          /* next to fill */
-    int pending_drop;       /* an event was dropped; mark the next one */
+    int dropped;            /* an event was lost since the last one taken */
 };
 
 size_t xp_eq_object_size(void)
@@ -74,13 +73,11 @@ static int eq_push(xp_eq_t *eq, const ptl_event_t *ev, int mark_drop)
         rc = -1;
     } else if (eq->tail - eq->head > eq->mask) {
         if (mark_drop)
-            eq->pending_drop = 1;
+            eq->dropped = 1;
         rc = 1;
     } else {
         eq_slot_t *s = &eq->ring[eq->tail & eq->mask];
         s->ev = *ev;
-        s->dropped_before = eq->pending_drop;
-        eq->pending_drop = 0;
         __atomic_store_n(&eq->tail, eq->tail + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&eq->lock);
@@ -109,7 +106,11 @@ int xp_eq_has_space_n(xp_eq_t *eq, unsigned int n)
 }
 
 /* Take the oldest event of a live EQ with handle h. PTL_OK, PTL_EQ_DROPPED,
- * PTL_EQ_EMPTY, or PTL_INTERRUPTED if h is no longer the EQ's handle. */
+ * PTL_EQ_EMPTY, or PTL_INTERRUPTED if h is no longer the EQ's handle.
+ * A loss is reported by the first event taken after it, not by the first
+ * event stored after it: a queue that stays full stores nothing more, and
+ * the application must learn at once that it lost events (the reference
+ * implementation and its tests do the same). */
 static int eq_take(xp_eq_t *eq, ptl_handle_eq_t h, ptl_event_t *event)
 {
     int rc;
@@ -126,7 +127,8 @@ static int eq_take(xp_eq_t *eq, ptl_handle_eq_t h, ptl_event_t *event)
     } else {
         eq_slot_t *s = &eq->ring[eq->head & eq->mask];
         *event = s->ev;
-        rc = s->dropped_before ? PTL_EQ_DROPPED : PTL_OK;
+        rc = eq->dropped ? PTL_EQ_DROPPED : PTL_OK;
+        eq->dropped = 0;
         __atomic_store_n(&eq->head, eq->head + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&eq->lock);
@@ -231,7 +233,7 @@ int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_handle_eq_t *eq_
     eq->mask = entries - 1;
     __atomic_store_n(&eq->head, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&eq->tail, 0, __ATOMIC_RELEASE);
-    eq->pending_drop = 0;
+    eq->dropped = 0;
     __atomic_store_n(&eq->handle, h, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&eq->lock);
     *eq_handle = h;
@@ -327,6 +329,8 @@ static int eq_wait_any(eq_wait_t *w, uint64_t deadline_ns, ptl_event_t *event,
         st = xp_ptl_wait_until(eq_wait_pred, w, deadline_ns);
         if (st == XP_ERR_CANCELED)
             return PTL_INTERRUPTED;
+        if (st == XP_ERR_ABORTED)
+            return PTL_ABORTED;
         if (st == XP_ERR_TIMEOUT)
             return eq_take_any(w, event, which);
         if (st != XP_OK)

@@ -8,9 +8,10 @@
  * without it.
  *
  * Full queue: the new event is dropped (never an older one) and the next
- * event that does get in is marked, so the PtlEQGet/Wait/Poll that returns
- * it answers PTL_EQ_DROPPED: "at least one event between this one and the
- * previous one you got was lost" (the specification's meaning). With
+ * PtlEQGet/Wait/Poll that returns an event answers PTL_EQ_DROPPED ("at least
+ * one event was lost since the previous one you got"), at once rather than
+ * with the next event stored after the loss, which never comes while the
+ * queue stays full (as in the reference implementation). With
  * PTL_PT_FLOWCTRL the engine checks xp_eq_has_space() before accepting a
  * message, so events are not lost there.
  *

@@ -53,6 +53,7 @@ int xp_ptl_rc(xp_status_t st)
     case XP_ERR_NO_RESOURCE: return PTL_NO_SPACE;
     case XP_ERR_BUSY: return PTL_IN_USE;
     case XP_ERR_CANCELED: return PTL_INTERRUPTED;
+    case XP_ERR_ABORTED: return PTL_ABORTED;
     case XP_ERR_NOT_INIT: return PTL_NO_INIT;
     default: return PTL_FAIL;
     }
@@ -172,7 +173,7 @@ int PtlAbort(void)
 {
     if (!xp_ptl_initialized())
         return PTL_NO_INIT;
-    xp_ptl_interrupt();
+    xp_ptl_abort();
     return PTL_OK;
 }
 

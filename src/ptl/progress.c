@@ -107,6 +107,13 @@ void xp_ptl_interrupt(void)
     xp_ptl_notify();
 }
 
+void xp_ptl_abort(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    __atomic_add_fetch(&st->user_abort_gen, 1, __ATOMIC_ACQ_REL);
+    xp_ptl_interrupt();
+}
+
 typedef struct wait_ctx {
     xp_wait_pred_t pred;
     void *arg;
@@ -206,6 +213,7 @@ static void end_active(xp_ptl_state_t *st)
 xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
     xp_ptl_state_t *st = xp_ptl_state();
+    uint32_t user_gen = __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE);
     wait_ctx_t w = { pred, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st };
     long spins = xp_tl_spin_count() * 4 + 1;
     xp_status_t rc = XP_OK;
@@ -249,7 +257,8 @@ done_active:
 check:
     if (rc == XP_OK && !pred(arg) &&
         __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE) != w.gen)
-        return XP_ERR_CANCELED;
+        return __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE) != user_gen ? XP_ERR_ABORTED
+                                                                                   : XP_ERR_CANCELED;
     return rc;
 }
 

@@ -28,8 +28,9 @@ int xp_ptl_progress(void);
 /* THE waiting primitive of CTWait/CTPoll/EQWait/EQPoll: until pred(arg) is
  * true, run inline progress, spin briefly, then sleep on the doorbell.
  * deadline_ns is absolute (xp_time_ns clock), UINT64_MAX = forever.
- * Returns XP_OK, XP_ERR_TIMEOUT, or XP_ERR_CANCELED when PtlAbort (or an
- * object/NI teardown that calls xp_ptl_interrupt) happened during the wait. */
+ * Returns XP_OK, XP_ERR_TIMEOUT, XP_ERR_ABORTED when PtlAbort happened
+ * during the wait, or XP_ERR_CANCELED when an object/NI teardown that calls
+ * xp_ptl_interrupt did. */
 xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns);
 
 /* Ring the process doorbell after a local CT/EQ update (PtlCTInc/Set,
@@ -37,8 +38,10 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
  * nobody sleeps. */
 void xp_ptl_notify(void);
 
-/* Make every current xp_ptl_wait_until return XP_ERR_CANCELED (PtlAbort,
- * PtlCTFree/PtlEQFree/PtlNIFini while another thread waits). */
+/* PtlAbort: every current xp_ptl_wait_until returns XP_ERR_ABORTED. */
+void xp_ptl_abort(void);
+/* Make every current xp_ptl_wait_until return XP_ERR_CANCELED
+ * (PtlCTFree/PtlEQFree/PtlNIFini while another thread waits). */
 void xp_ptl_interrupt(void);
 
 /* Start/stop the progress thread (PtlInit/PtlFini; no-op with XP_PROGRESS=inline). */

@@ -712,14 +712,17 @@ static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
         return PTL_ARG_INVALID;
     xp_trig_defer_begin(); /* counting overflow events: see triggered.h */
     xp_match_header_t *h = xp_match_uh_find(&pt->table, &spec, NULL, NULL, NULL);
+    /* A persistent search entry reports (or deletes) every matching header;
+     * a use-once one only the first. */
     while (h) {
         found = 1;
-        if (op == PTL_SEARCH_ONLY) {
-            uh_deliver(pt, &tmp, h->user, 1, op);
-            break;
-        }
         xp_match_header_t *next = (tmp.options & PTL_ME_USE_ONCE) ? NULL :
             xp_match_uh_find(&pt->table, &spec, h, NULL, NULL);
+        if (op == PTL_SEARCH_ONLY) {
+            uh_deliver(pt, &tmp, h->user, 1, op);
+            h = next;
+            continue;
+        }
         xp_match_uh_remove(&pt->table, h);
         uh_deliver(pt, &tmp, h->user, 1, op);
         xp_uh_release(pt, h->user, 1);

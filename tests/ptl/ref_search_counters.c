@@ -5,8 +5,9 @@
  *
  * Rank 0 sends 5 puts (match bits 1, 55, 1, 1, 55) that land unexpected in
  * rank 1's overflow entry. Rank 1 then searches:
- *   - SEARCH_ONLY reports the first header and counts nothing (the message
- *     stays; whoever consumes it later counts it);
+ *   - SEARCH_ONLY with a persistent entry reports every matching header
+ *     (as the reference suite's test_persistent_search expects) and counts
+ *     nothing (the messages stay; whoever consumes them later counts them);
  *   - SEARCH_DELETE with USE_ONCE and EVENT_CT_OVERFLOW consumes one header:
  *     one *_OVERFLOW event, success + 1 on the searching entry's counter;
  *   - a persistent SEARCH_DELETE consumes every match: one event and one
@@ -127,8 +128,11 @@ static void searcher(ctx_t *c)
     ptl_match_bits_t all = ~(ptl_match_bits_t)0;
     int tag;
 
-    /* SEARCH_ONLY: one report, nothing consumed, nothing counted. */
+    /* SEARCH_ONLY: one report per match (ME: bits 1 -> 3; LE: all 5),
+     * nothing consumed, nothing counted; a use-once entry reports one. */
     XP_CHECK_EQ(search(c, 1, 0, sopts, ct_search, PTL_SEARCH_ONLY, &tag), PTL_OK);
+    expect_events(c, c->matching ? 3 : 5, PTL_EVENT_SEARCH, PTL_NI_OK, &tag);
+    XP_CHECK_EQ(search(c, 1, 0, sopts | PTL_ME_USE_ONCE, ct_search, PTL_SEARCH_ONLY, &tag), PTL_OK);
     expect_events(c, 1, PTL_EVENT_SEARCH, PTL_NI_OK, &tag);
     check_ct(ct_search, 0, "SEARCH_ONLY");
 

@@ -661,7 +661,7 @@ static int threads_waiting(void)
            __atomic_load_n(&st->app_sleepers, __ATOMIC_ACQUIRE);
 }
 
-/* PtlAbort wakes every blocked waiter with PTL_INTERRUPTED. */
+/* PtlAbort wakes every blocked waiter with PTL_ABORTED (a freed CT or EQ gives PTL_INTERRUPTED). */
 static void abort_waiters(ptl_handle_ni_t ni)
 {
     waiter_t w = { 0 };
@@ -683,8 +683,8 @@ static void abort_waiters(ptl_handle_ni_t ni)
     XP_CHECK_EQ(PtlAbort(), PTL_OK);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    XP_CHECK_EQ(w.eq_rc, PTL_INTERRUPTED);
-    XP_CHECK_EQ(w.ct_rc, PTL_INTERRUPTED);
+    XP_CHECK_EQ(w.eq_rc, PTL_ABORTED);
+    XP_CHECK_EQ(w.ct_rc, PTL_ABORTED);
     XP_CHECK_EQ(PtlEQFree(w.eq), PTL_OK);
     XP_CHECK_EQ(PtlCTFree(w.ct), PTL_OK);
 }

@@ -247,12 +247,19 @@ static int op_search(void)
         if (c > 0)
             return 1;
     } else if (src_matches(e.src)) {
+        /* SEARCH_ONLY: one SEARCH event per matching header, in arrival
+         * order; only the first for a use-once search entry. */
+        int found = 0;
         for (int i = 0; i < nuh; i++)
             if (((uh[i].bits ^ e.bits) & ~e.ign) == 0) {
                 if (!expect_ev(PTL_EVENT_SEARCH, e.id, (int64_t)uh[i].msg))
                     return 0;
-                return 1;
+                found = 1;
+                if (e.use_once)
+                    break;
             }
+        if (found)
+            return 1;
     }
     ptl_event_t ev = get_event(teq);
     nchecks++;
