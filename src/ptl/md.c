@@ -175,7 +175,7 @@ int PtlMDBind(ptl_handle_ni_t ni_handle, const ptl_md_t *md, ptl_handle_md_t *md
         return PTL_NO_SPACE;
     m->ni = ni;
     m->options = md->options;
-    m->owner = (uintptr_t)pthread_self();
+    m->owner = xp_thread_id();
     if (md->eq_handle != PTL_EQ_NONE) {
         m->eq = xp_eq_from_handle(md->eq_handle);
         if (!m->eq || xp_eq_ni(m->eq) != ni)

@@ -9,6 +9,7 @@
 
 #include "portals4.h"
 #include "ptl/ni.h"
+#include "transport/transport.h"
 
 struct xp_ct;
 struct xp_eq;
@@ -32,7 +33,7 @@ typedef struct xp_md {
      * binding thread counts its operations with a plain store (a locked add
      * here waited, in a stream of puts, for the previous put's stores into
      * the peer's ring to drain); other threads with an atomic add. */
-    uintptr_t owner;           /* pthread_self() of the thread that bound it */
+    uintptr_t owner;           /* xp_thread_id() of the thread that bound it */
     uint64_t issued_owner;     /* written by `owner` only */
     uint64_t issued_other;     /* atomic; also undoes operations that failed */
     uint64_t answered;         /* written by the poll-lock holder only */
@@ -41,7 +42,7 @@ typedef struct xp_md {
 /* An operation on md will be answered (before it is sent). */
 static inline void xp_md_expect(xp_md_t *md)
 {
-    if ((uintptr_t)pthread_self() == md->owner)
+    if (xp_thread_id() == md->owner)
         __atomic_store_n(&md->issued_owner,
                          __atomic_load_n(&md->issued_owner, __ATOMIC_RELAXED) + 1,
                          __ATOMIC_RELAXED);

@@ -76,14 +76,17 @@ static int send_many(xp_ptl_state_t *st)
 void xp_eng_ack_many(int rank, const xp_pkt_t *a)
 {
     xp_ptl_state_t *st = xp_ptl_state();
-    pthread_mutex_lock(&st->defer_lock);
+    /* Adding to the gathered ACK needs no lock: only the poll-lock holder
+     * (the handler, the flush in xp_ptl_progress) touches `many` (and PtlFini
+     * once nobody polls any more). A mutex here cost the target two locked
+     * instructions per message. */
     if (st->many.count && st->many.rank == rank && st->many.hdr.md_handle == a->md_handle &&
         st->many.count < UINT32_MAX) {
         st->many.count++;
         st->many.hdr.mlength += a->mlength;
-        pthread_mutex_unlock(&st->defer_lock);
         return;
     }
+    pthread_mutex_lock(&st->defer_lock);
     /* Anything already waiting goes first. */
     if ((st->many.count && !send_many(st)) || st->defer_head) {
         pthread_mutex_unlock(&st->defer_lock);

@@ -86,7 +86,7 @@ typedef struct shm_peer {
      * packets (send_owner, send_other). */
     xp_shm_ring_t *lane_req, *lane_ans;
     uint64_t req_cached_head, ans_cached_head;
-    uintptr_t req_owner;   /* pthread_self() of lane_req's producer; 0: none yet */
+    uintptr_t req_owner;   /* xp_thread_id() of lane_req's producer; 0: none yet */
     uint64_t owner_seen;   /* owner only: other_end value known delivered */
     uint64_t ans_seen;     /* owner only: lane_ans tail known delivered */
     void *pair_map;        /* our mapping of its pair object */
@@ -110,7 +110,8 @@ typedef struct shm_tl {
     xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
     shm_peer_t *peers;     /* size entries */
     /* Our pair object: PAIR_LANES rings per local sender (by local index),
-     * which peers map; we poll the nrx rings of other ranks in rx. */
+     * which peers map; we poll the nrx rings in rx: other ranks' lanes, then
+     * the inbox. */
     void *pair_base;
     size_t pair_len;
     uint32_t pair_cells;
@@ -200,18 +201,18 @@ static void create_pair(shm_tl_t *s)
     s->linked_pair = 1;
 }
 
-/* The rings we poll: every other local rank's lanes into our pair object. */
+/* The rings we poll: every other local rank's lanes into our pair object,
+ * then the inbox (the lanes carry most packets, so they are looked at first). */
 static xp_status_t collect_rx(shm_tl_t *s)
 {
-    if (!s->pair_base)
-        return XP_OK;
-    s->rx = calloc((size_t)s->nlocal * PAIR_LANES, sizeof *s->rx);
+    s->rx = calloc((size_t)s->nlocal * PAIR_LANES + 1, sizeof *s->rx);
     if (!s->rx)
         return XP_ERR_NO_MEMORY;
     int mine = local_index(s->rank);
-    for (int i = 0; i < s->nlocal; i++)
+    for (int i = 0; s->pair_base && i < s->nlocal; i++)
         for (int lane = 0; i != mine && lane < PAIR_LANES; lane++)
             s->rx[s->nrx++] = pair_ring(s->pair_base, s->pair_cells, i, lane);
+    s->rx[s->nrx++] = &s->own.hdr->ring;
     return XP_OK;
 }
 
@@ -461,7 +462,7 @@ static xp_status_t send_owner(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_
  * thread that has exited may be reused by a new one, which is fine. */
 static inline int is_owner(shm_peer_t *p)
 {
-    uintptr_t me = (uintptr_t)pthread_self(), owner = xp_load_relaxed(&p->req_owner);
+    uintptr_t me = xp_thread_id(), owner = xp_load_relaxed(&p->req_owner);
     return __builtin_expect(owner == me, 1) || (!owner && xp_cas(&p->req_owner, &owner, me));
 }
 
@@ -521,15 +522,20 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
                                              hdr_len, data, data_len));
 }
 
+/* Index in rx of the first ring with a packet at its head; nrx if none. */
+static inline int first_pending(const shm_tl_t *s)
+{
+    xp_shm_ring_t *const *rx = s->rx;
+    int i = 0, n = s->nrx;
+    while (i < n && !xp_shm_ring_pending(rx[i]))
+        i++;
+    return i;
+}
+
 static int shm_pending(xp_tl_t *tl)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
-    if (xp_shm_ring_pending(s->inbox))
-        return 1;
-    for (int i = 0; i < s->nrx; i++)
-        if (xp_shm_ring_pending(s->rx[i]))
-            return 1;
-    return 0;
+    return first_pending(s) < s->nrx;
 }
 
 /* Is r a well-formed request for a transfer of at most 2^32 chunks? */
@@ -584,19 +590,18 @@ static void shm_deliver(void *arg, int src, const void *pkt, size_t len)
         split_help(s, -2 - src, pkt, len);
 }
 
-/* The inbox, then every pair lane with something in it. Their relative
+/* Every ring with something in it, from the first such one. Their relative
  * order does not matter: senders keep causal order themselves (shm_send). */
 static int shm_poll(xp_tl_t *tl, int budget)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
-    if (!shm_pending(tl) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
+    int i = first_pending(s), n = 0;
+    if (i == s->nrx || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
         return 0;
-    int n = 0, got = xp_shm_ring_poll(s->inbox, budget, shm_deliver, s);
-    n += got > 0 ? got : 0;
-    for (int i = 0; i < s->nrx && n < budget; i++) {
-        if (!xp_shm_ring_pending(s->rx[i]))
+    for (int first = i; i < s->nrx && n < budget; i++) {
+        if (i != first && !xp_shm_ring_pending(s->rx[i]))
             continue;
-        got = xp_shm_ring_poll(s->rx[i], budget - n, shm_deliver, s);
+        int got = xp_shm_ring_poll(s->rx[i], budget - n, shm_deliver, s);
         n += got > 0 ? got : 0;
     }
     __atomic_store_n(&s->polling, 0, __ATOMIC_RELEASE);

@@ -140,6 +140,19 @@ xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, 
                                     const void *hdr, size_t hdr_len, const void *data,
                                     size_t data_len)
 {
+    /* The common case inline: no wrap, room known from the cached head. */
+    size_t len = hdr_len + data_len;
+    uint32_t ncells = ring->ncells, need = cells_for(len);
+    uint64_t t = xp_load_relaxed(&ring->tail);
+    uint32_t idx = (uint32_t)(t & (ncells - 1));
+    if (__builtin_expect(len <= xp_shm_ring_max_packet(ring) && idx + need <= ncells &&
+                         (int64_t)(t + need - xp_load_relaxed(cached_head)) <= (int64_t)ncells, 1)) {
+        xp_shm_cell_t *c = &ring->cells[idx];
+        xp_store_release(&ring->tail, t + need);
+        fill(c, (uint32_t)len, src, hdr, hdr_len, data, data_len);
+        xp_store_release(&c->seq, t);
+        return XP_OK;
+    }
     return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 1, NULL);
 }
 
@@ -164,7 +177,10 @@ int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *ar
             fn(arg, c->src, c->payload, len);
             delivered++;
         }
-        for (uint32_t i = 0; i < n; i++)
+        /* Only cells after the first can hold payload bytes where a seq
+         * belongs; the first one keeps its (older) position, which never
+         * equals a later one, and so stays a line we only read. */
+        for (uint32_t i = 1; i < n; i++)
             xp_store_relaxed(&ring->cells[(h + i) & mask].seq, FREE_SEQ);
         h += n;
         xp_store_release(&ring->head, h);

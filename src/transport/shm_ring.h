@@ -10,8 +10,10 @@
  * Producers claim cells with a compare-and-swap on `tail`, write the packet,
  * then publish it by storing the claim position into the first cell's `seq`
  * (release). The consumer delivers the packet at `head` when that cell's seq
- * equals head, clears the seq word of every cell it frees (so stale payload
- * bytes can never look like a later position) and advances `head`.
+ * equals head, clears the seq word of every cell after the first that it
+ * frees (so stale payload bytes can never look like a later position; a
+ * first cell keeps an older position, which never matches again) and
+ * advances `head`.
  * Producers read `head` only when their cached copy says the ring is full.
  * `tail`, `head` and the read-only geometry sit on separate cache lines.
  */
@@ -29,7 +31,7 @@
 #define XP_SHM_RING_MAGIC 0x58505249u /* "XPRI" */
 
 typedef struct xp_shm_cell {
-    uint64_t seq;  /* claim position once published; UINT64_MAX when free */
+    uint64_t seq;  /* claim position once published; older or UINT64_MAX when free */
     uint32_t len;  /* payload bytes, or XP_SHM_SKIP_LEN for padding */
     int32_t src;   /* sender rank; for padding: number of cells */
     unsigned char payload[XP_SHM_CELL - XP_SHM_CELL_HDR];
@@ -81,8 +83,14 @@ int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *ar
 /* Nonzero if a packet (or padding) is ready at head. Any thread. */
 static inline int xp_shm_ring_pending(xp_shm_ring_t *ring)
 {
-    uint64_t h = xp_load_acquire(&ring->head);
-    return xp_load_acquire(&ring->cells[h & (ring->ncells - 1)].seq) == h;
+    /* Relaxed loads and a fence on success only: waiters call this in
+     * every spin, over several rings, and acquire loads would make the
+     * compiler reload everything around them. */
+    uint64_t h = xp_load_relaxed(&ring->head);
+    if (xp_load_relaxed(&ring->cells[h & (ring->ncells - 1)].seq) != h)
+        return 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return 1;
 }
 
 #endif

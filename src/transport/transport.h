@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/uio.h>
 
 #include "util/atomic.h"
@@ -26,6 +27,18 @@ enum {
 };
 
 typedef struct xp_tl xp_tl_t;
+
+/* A cheap identifier of the calling thread, unique among live threads (the
+ * thread pointer: one register read, where pthread_self() is a call). A
+ * thread that exits may leave its value to a new one. */
+static inline uintptr_t xp_thread_id(void)
+{
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && (defined(__x86_64__) || defined(__aarch64__))
+    return (uintptr_t)__builtin_thread_pointer();
+#else
+    return (uintptr_t)pthread_self();
+#endif
+}
 
 /* Called by poll() for every packet that arrived; `pkt` is valid only during the call. */
 typedef void (*xp_tl_recv_fn)(void *arg, int src_rank, const void *pkt, size_t len);
