@@ -29,6 +29,7 @@
 #define XP_PTL_ATOMIC_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "portals4.h"
 #include "xportals/status.h"
 
@@ -77,6 +78,49 @@ xp_status_t xp_atomic_apply(ptl_op_t op, ptl_datatype_t dt, void *target, const 
 xp_status_t xp_atomic_apply_plain(ptl_op_t op, ptl_datatype_t dt, void *target,
                                   const void *data, const void *operand, size_t len,
                                   void *fetch_out);
+
+/* The common single-element case without the generic dispatch: one
+ * aligned 4- or 8-byte integer and an operation with a native
+ * read-modify-write instruction (SUM, BAND, BOR, BXOR, SWAP). Applies it,
+ * stores the old value in fetch_out (if not NULL) and returns 1; returns 0
+ * without touching memory for anything else (then use xp_atomic_apply).
+ * The caller has validated (op, dt) for the call kind. */
+static inline int xp_atomic_apply_word(ptl_op_t op, ptl_datatype_t dt, void *target,
+                                       const void *data, size_t len, void *fetch_out)
+{
+    uint64_t x = 0, old;
+    size_t size = (dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8
+                  : (dt == PTL_INT32_T || dt == PTL_UINT32_T) ? 4
+                                                              : 0;
+    if (size == 0 || len != size || ((uintptr_t)target % size) != 0)
+        return 0;
+    __builtin_memcpy(&x, data, size);
+    if (size == 8) {
+        uint64_t *p = target;
+        switch (op) {
+        case PTL_SUM: old = __atomic_fetch_add(p, x, __ATOMIC_ACQ_REL); break;
+        case PTL_BAND: old = __atomic_fetch_and(p, x, __ATOMIC_ACQ_REL); break;
+        case PTL_BOR: old = __atomic_fetch_or(p, x, __ATOMIC_ACQ_REL); break;
+        case PTL_BXOR: old = __atomic_fetch_xor(p, x, __ATOMIC_ACQ_REL); break;
+        case PTL_SWAP: old = __atomic_exchange_n(p, x, __ATOMIC_ACQ_REL); break;
+        default: return 0;
+        }
+    } else {
+        uint32_t *p = target, y = (uint32_t)x, o;
+        switch (op) {
+        case PTL_SUM: o = __atomic_fetch_add(p, y, __ATOMIC_ACQ_REL); break;
+        case PTL_BAND: o = __atomic_fetch_and(p, y, __ATOMIC_ACQ_REL); break;
+        case PTL_BOR: o = __atomic_fetch_or(p, y, __ATOMIC_ACQ_REL); break;
+        case PTL_BXOR: o = __atomic_fetch_xor(p, y, __ATOMIC_ACQ_REL); break;
+        case PTL_SWAP: o = __atomic_exchange_n(p, y, __ATOMIC_ACQ_REL); break;
+        default: return 0;
+        }
+        old = o;
+    }
+    if (fetch_out)
+        __builtin_memcpy(fetch_out, &old, size); /* little endian: the low bytes */
+    return 1;
+}
 
 /* Names for messages and tests: "PTL_SUM", "PTL_INT32_T"; "?" if unknown. */
 const char *xp_atomic_op_name(ptl_op_t op);

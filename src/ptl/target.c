@@ -369,9 +369,11 @@ static void apply_atomic(req_t *r)
     xp_status_t rc = XP_OK;
 
     if (r->mlength > 0 && lock_free(r, esize)) {
-        rc = xp_atomic_apply((ptl_op_t)h->atomic_op, (ptl_datatype_t)h->atomic_type,
-                             r->le->region.start + r->offset, data, operand, r->mlength,
-                             fetch ? old : NULL);
+        ptl_op_t op = (ptl_op_t)h->atomic_op;
+        ptl_datatype_t dt = (ptl_datatype_t)h->atomic_type;
+        void *at = r->le->region.start + r->offset;
+        if (!xp_atomic_apply_word(op, dt, at, data, r->mlength, fetch ? old : NULL))
+            rc = xp_atomic_apply(op, dt, at, data, operand, r->mlength, fetch ? old : NULL);
         if (rc != XP_OK)
             r->fail = PTL_NI_OP_VIOLATION;
     } else if (r->mlength > 0) {
