@@ -290,7 +290,11 @@ typedef enum {
 #define PTL_ME_EVENT_CT_OVERFLOW      (1u << 17) /* count overflow events */
 #define PTL_ME_EVENT_CT_BYTES         (1u << 18) /* count bytes instead of events */
 #define PTL_ME_AUTH_USE_JID           (1u << 19) /* legacy 4.0: check jid instead of uid */
-#define PTL_ME_APPEND_OPTIONS_MASK    ((1u << 20) - 1)
+/* Portals 4.3: with MANAGE_LOCAL, each unexpected header that a priority
+ * append consumes advances the local offset by the header's rlength (the
+ * space the message would have taken), and min_free applies to it. */
+#define PTL_ME_LOCAL_INC_UH_RLENGTH   (1u << 20)
+#define PTL_ME_APPEND_OPTIONS_MASK    ((1u << 21) - 1)
 
 /* LE options: the subset of ME options that applies without matching. */
 #define PTL_LE_OP_PUT                 PTL_ME_OP_PUT

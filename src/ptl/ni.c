@@ -102,7 +102,10 @@ static void negotiate(ptl_ni_limits_t *l, const ptl_ni_limits_t *d)
     GRANT_INT(max_mds, HARD_MDS);
     CLAMP_INT(max_cts);
     CLAMP_INT(max_eqs);
-    if (d->max_pt_index >= 63 && d->max_pt_index < l->max_pt_index)
+    /* A smaller table is granted as asked, as the reference implementation
+     * does (its test suite checks it); 0 reads as "no preference", the
+     * value of a zero-initialised limits structure. */
+    if (d->max_pt_index > 0 && d->max_pt_index < l->max_pt_index)
         l->max_pt_index = d->max_pt_index;
     CLAMP_INT(max_iovecs);
     GRANT_INT(max_list_size, HARD_LIST);

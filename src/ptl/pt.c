@@ -374,6 +374,19 @@ static int list_full(xp_pt_t *pt, const xp_ni_t *ni)
            (size_t)ni->limits.max_list_size;
 }
 
+/* PTL_ME_LOCAL_INC_UH_RLENGTH: a consumed unexpected header takes its
+ * rlength of a locally managed entry's space (clamped to the length).
+ * Returns 1 when less than min_free is left: the entry unlinks at once. */
+static int uh_advance_offset(xp_le_t *le, const xp_uh_t *uh)
+{
+    unsigned need = PTL_ME_MANAGE_LOCAL | PTL_ME_LOCAL_INC_UH_RLENGTH;
+    if ((le->options & need) != need)
+        return 0;
+    ptl_size_t room = le->region.length - le->local_offset;
+    le->local_offset += uh->ev.rlength < room ? uh->ev.rlength : room;
+    return le->min_free && le->region.length - le->local_offset < le->min_free;
+}
+
 /* Link a registered entry (PT lock held): a priority append first consumes
  * matching unexpected headers; a use-once entry consumed by one is freed
  * here. *handle_out gets the handle in every case. */
@@ -390,9 +403,10 @@ static void entry_link_locked(xp_pt_t *pt, xp_le_t *le, ptl_handle_any_t *handle
                 xp_match_uh_find(&pt->table, spec, h, NULL, NULL);
             xp_match_uh_remove(&pt->table, h);
             uh_deliver(pt, le, h->user, 0, PTL_SEARCH_DELETE);
+            int full = uh_advance_offset(le, h->user);
             xp_uh_release(pt, h->user, 1);
             h = next;
-            if (options & PTL_ME_USE_ONCE) {
+            if ((options & PTL_ME_USE_ONCE) || full) {
                 /* Consumed by the header: never linked, but it was used
                  * once, so it reports its unlink like any use-once entry. */
                 if (!(options & PTL_ME_EVENT_UNLINK_DISABLE))
