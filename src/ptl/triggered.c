@@ -21,7 +21,10 @@ typedef struct trig_work {
     int deferred; /* xp_trig_defer_begin depth */
 } trig_work_t;
 
-static __thread trig_work_t tls_work;
+/* initial-exec: every packet handler touches it (xp_trig_defer_begin/end),
+ * and the default model for a shared library calls __tls_get_addr each time;
+ * 24 bytes fit glibc's static TLS reserve even when libportals is dlopen'ed. */
+static __thread trig_work_t tls_work __attribute__((tls_model("initial-exec")));
 
 static void trig_free(xp_trig_t *t, int release_ni)
 {
