@@ -256,8 +256,13 @@ static xp_status_t send_inline(int rank, xp_md_t *md, const xp_pkt_t *h, const v
     send_ev_t e = { md, user_ptr, h, local_offset };
     if (answer && md->eq)
         return send_then_event(rank, h, payload, len, send_ev_post, &e);
-    xp_status_t rc = xp_eng_send(rank, h, payload, len, NULL, 0, 0);
-    if (rc == XP_OK)
+    /* The common small put: straight to the transport (xp_eng_send's
+     * gather and handler cases do not apply), no SEND event to post when
+     * the MD has no EQ and does not count sends. */
+    xp_status_t rc = xp_tl_send(rank, h, sizeof(*h), payload, len);
+    if (__builtin_expect(rc == XP_ERR_AGAIN, 0))
+        rc = xp_eng_send(rank, h, payload, len, NULL, 0, 0);
+    if (rc == XP_OK && (md->eq || (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))))
         send_ev_post(&e);
     return rc;
 }
