@@ -89,6 +89,9 @@ typedef struct shm_peer {
     uintptr_t req_owner;   /* xp_thread_id() of lane_req's producer; 0: none yet */
     uint64_t owner_seen;   /* owner only: other_end value known delivered */
     uint64_t ans_seen;     /* owner only: lane_ans tail known delivered */
+    void *lane_hdr;        /* its pair object's pair_hdr_t */
+    int lane_index;        /* our first lane's index in it */
+    uint8_t req_on, ans_on; /* we have announced lane_req / lane_ans */
     void *pair_map;        /* our mapping of its pair object */
     size_t pair_len;
     /* Written by non-owner threads only: end position in its inbox of the
@@ -110,15 +113,18 @@ typedef struct shm_tl {
     xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
     shm_peer_t *peers;     /* size entries */
     /* Our pair object: PAIR_LANES rings per local sender (by local index),
-     * which peers map; we poll the nrx rings in rx: other ranks' lanes, then
-     * the inbox. */
+     * which peers map; we poll the lanes peers have used (rx), then the
+     * inbox. */
     void *pair_base;
     size_t pair_len;
     uint32_t pair_cells;
     int nlocal, linked_pair;
     char pair_name[XP_SHM_NAME_MAX];
-    xp_shm_ring_t **rx;
+    xp_shm_ring_t **rx;    /* the active lanes (nrx), then room for more */
     int nrx;
+    uint64_t rx_gen;       /* pair_hdr_t gen that rx reflects */
+    uint64_t *pair_gen;    /* &our pair_hdr_t gen; NULL without lanes */
+    uint8_t *rx_listed;    /* per lane: already in rx (poller only) */
 } shm_tl_t;
 
 static uint32_t ring_cells(void)
@@ -153,16 +159,36 @@ static int local_index(int rank)
     return i;
 }
 
+/* The start of a pair object: which lanes a sender has ever used, so that
+ * the owner polls only those (a 64-rank node has 126 lanes per process).
+ * A sender sets its lane's flag, then bumps `gen`, before its first packet. */
+typedef struct pair_hdr {
+    uint64_t gen XP_CACHE_ALIGNED;
+    uint8_t active[] XP_CACHE_ALIGNED; /* one per lane: sender index * PAIR_LANES + lane */
+} pair_hdr_t;
+
 static size_t pair_ring_bytes(uint32_t cells)
 {
     size_t b = xp_shm_ring_bytes(cells);
     return (b + XP_CACHE_LINE - 1) / XP_CACHE_LINE * XP_CACHE_LINE;
 }
 
-static xp_shm_ring_t *pair_ring(void *base, uint32_t cells, int sender_index, int lane)
+static size_t pair_hdr_bytes(uint32_t nlocal)
+{
+    size_t b = offsetof(pair_hdr_t, active) + (size_t)nlocal * PAIR_LANES, page = 4096;
+    return (b + page - 1) / page * page;
+}
+
+static size_t pair_bytes(uint32_t cells, uint32_t nlocal)
+{
+    return pair_hdr_bytes(nlocal) + pair_ring_bytes(cells) * nlocal * PAIR_LANES;
+}
+
+static xp_shm_ring_t *pair_ring(void *base, uint32_t cells, uint32_t nlocal, int sender_index,
+                                int lane)
 {
     size_t i = (size_t)sender_index * PAIR_LANES + (size_t)lane;
-    return (xp_shm_ring_t *)((char *)base + i * pair_ring_bytes(cells));
+    return (xp_shm_ring_t *)((char *)base + pair_hdr_bytes(nlocal) + i * pair_ring_bytes(cells));
 }
 
 /* Our pair object: one lane per (local sender, lane), headers only written
@@ -179,7 +205,7 @@ static void create_pair(shm_tl_t *s)
         cells *= 2;
     for (int r = 0; r < s->size; r++)
         s->nlocal += xp_node_of(r) == node;
-    size_t len = pair_ring_bytes(cells) * (size_t)s->nlocal * PAIR_LANES;
+    size_t len = pair_bytes(cells, (uint32_t)s->nlocal);
     snprintf(s->pair_name, sizeof s->pair_name, "/xp-%s-%d-pair", xp_runtime_job_id(), s->rank);
     xp_status_t st;
     int fd = xp_shm_create_sized(s->pair_name, len, &st);
@@ -194,26 +220,45 @@ static void create_pair(shm_tl_t *s)
     }
     for (int i = 0; i < s->nlocal; i++)
         for (int lane = 0; lane < PAIR_LANES; lane++)
-            xp_shm_ring_init_zeroed(pair_ring(m, cells, i, lane), cells);
+            xp_shm_ring_init_zeroed(pair_ring(m, cells, (uint32_t)s->nlocal, i, lane), cells);
     s->pair_base = m;
     s->pair_len = len;
     s->pair_cells = cells;
     s->linked_pair = 1;
 }
 
-/* The rings we poll: every other local rank's lanes into our pair object,
- * then the inbox (the lanes carry most packets, so they are looked at first). */
+/* Room for the rings we poll: the lanes peers have started to use (rx,
+ * appended to by add_active_lanes), then the inbox. */
 static xp_status_t collect_rx(shm_tl_t *s)
 {
-    s->rx = calloc((size_t)s->nlocal * PAIR_LANES + 1, sizeof *s->rx);
-    if (!s->rx)
+    size_t nlanes = s->pair_base ? (size_t)s->nlocal * PAIR_LANES : 0;
+    s->rx = calloc(nlanes + 1, sizeof *s->rx);
+    s->rx_listed = calloc(nlanes + 1, 1);
+    if (!s->rx || !s->rx_listed)
         return XP_ERR_NO_MEMORY;
-    int mine = local_index(s->rank);
-    for (int i = 0; s->pair_base && i < s->nlocal; i++)
-        for (int lane = 0; i != mine && lane < PAIR_LANES; lane++)
-            s->rx[s->nrx++] = pair_ring(s->pair_base, s->pair_cells, i, lane);
-    s->rx[s->nrx++] = &s->own.hdr->ring;
+    if (s->pair_base)
+        s->pair_gen = &((pair_hdr_t *)s->pair_base)->gen;
     return XP_OK;
+}
+
+/* Append the lanes that peers have activated since we last looked. Only
+ * the poller runs it; readers of rx see a prefix (rx entries are written
+ * before nrx grows). */
+static void add_active_lanes(shm_tl_t *s)
+{
+    pair_hdr_t *h = s->pair_base;
+    uint64_t gen = xp_load_acquire(&h->gen);
+    int n = s->nrx, mine = local_index(s->rank);
+    for (int i = 0; i < s->nlocal; i++)
+        for (int lane = 0; i != mine && lane < PAIR_LANES; lane++) {
+            int k = i * PAIR_LANES + lane;
+            if (s->rx_listed[k] || !xp_load_acquire(&h->active[k]))
+                continue;
+            s->rx_listed[k] = 1;
+            s->rx[n++] = pair_ring(s->pair_base, s->pair_cells, (uint32_t)s->nlocal, i, lane);
+        }
+    xp_store_release(&s->nrx, n);
+    xp_store_release(&s->rx_gen, gen);
 }
 
 /* Map the pair object `rank` published and take our two lanes in it. */
@@ -225,8 +270,7 @@ static void attach_pair(shm_tl_t *s, shm_peer_t *p, const shm_addr_t *addr)
         return;
     size_t len = (size_t)addr->pair_size;
     int idx = local_index(s->rank);
-    if (idx >= (int)addr->pair_nlocal ||
-        pair_ring_bytes(addr->pair_cells) * addr->pair_nlocal * PAIR_LANES != len)
+    if (idx >= (int)addr->pair_nlocal || pair_bytes(addr->pair_cells, addr->pair_nlocal) != len)
         return;
     int fd = shm_open(addr->pair_name, O_RDWR, 0);
     if (fd < 0) {
@@ -239,8 +283,8 @@ static void attach_pair(shm_tl_t *s, shm_peer_t *p, const shm_addr_t *addr)
     close(fd);
     if (m == MAP_FAILED)
         return;
-    xp_shm_ring_t *req = pair_ring(m, addr->pair_cells, idx, 0);
-    xp_shm_ring_t *ans = pair_ring(m, addr->pair_cells, idx, 1);
+    xp_shm_ring_t *req = pair_ring(m, addr->pair_cells, addr->pair_nlocal, idx, 0);
+    xp_shm_ring_t *ans = pair_ring(m, addr->pair_cells, addr->pair_nlocal, idx, 1);
     size_t ring_len = pair_ring_bytes(addr->pair_cells);
     if (!xp_shm_ring_valid(req, ring_len) || !xp_shm_ring_valid(ans, ring_len)) {
         munmap(m, len);
@@ -250,6 +294,8 @@ static void attach_pair(shm_tl_t *s, shm_peer_t *p, const shm_addr_t *addr)
     p->pair_len = len;
     p->lane_req = req;
     p->lane_ans = ans;
+    p->lane_hdr = m;
+    p->lane_index = idx * PAIR_LANES;
 }
 
 /* Map the segment `rank` published; failure leaves the peer unreachable. */
@@ -340,6 +386,7 @@ static void shm_tl_close(xp_tl_t *tl)
     if (s->pair_base)
         munmap(s->pair_base, s->pair_len);
     free(s->rx);
+    free(s->rx_listed);
     xp_shm_seg_close(&s->own);
     xp_shmheap_close(&s->heap);
     free(s->peers);
@@ -416,6 +463,15 @@ static int peer_gone(shm_peer_t *p)
     return 1;
 }
 
+/* Before our first packet in lane k (0 requests, 1 answers) of peer p: tell
+ * the peer to start polling it (once per lane and process lifetime). */
+static void activate(shm_peer_t *p, int lane)
+{
+    pair_hdr_t *h = p->lane_hdr;
+    xp_store_release(&h->active[p->lane_index + lane], (uint8_t)1);
+    __atomic_add_fetch(&h->gen, 1, __ATOMIC_ACQ_REL);
+}
+
 /* After a push: ring the peer on success; a full ring may mean it died. */
 static xp_status_t pushed(shm_peer_t *p, xp_status_t st)
 {
@@ -453,6 +509,10 @@ static xp_status_t send_owner(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_
         if (!delivered(p->lane_ans, ans))
             return pushed(p, XP_ERR_AGAIN);
         p->ans_seen = ans;
+    }
+    if (__builtin_expect(!p->req_on, 0)) {
+        activate(p, 0);
+        p->req_on = 1;
     }
     return pushed(p, xp_shm_ring_push_single(p->lane_req, &p->req_cached_head, s->rank, hdr,
                                              hdr_len, data, data_len));
@@ -518,15 +578,25 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
         return XP_ERR_PEER_DEAD;
     if (is_owner(p))
         return send_owner(s, p, hdr, hdr_len, data, data_len);
+    if (__builtin_expect(!p->ans_on, 0)) {
+        activate(p, 1);
+        p->ans_on = 1;
+    }
     return pushed(p, xp_shm_ring_push_single(p->lane_ans, &p->ans_cached_head, s->rank, hdr,
                                              hdr_len, data, data_len));
 }
 
-/* Index in rx of the first ring with a packet at its head; nrx if none. */
+/* A peer has started to use a lane we do not poll yet. */
+static inline int lanes_added(const shm_tl_t *s)
+{
+    return s->pair_gen && xp_load_relaxed(s->pair_gen) != xp_load_relaxed(&s->rx_gen);
+}
+
+/* Index in rx of the first lane with a packet at its head; nrx if none. */
 static inline int first_pending(const shm_tl_t *s)
 {
     xp_shm_ring_t *const *rx = s->rx;
-    int i = 0, n = s->nrx;
+    int i = 0, n = xp_load_acquire(&s->nrx);
     while (i < n && !xp_shm_ring_pending(rx[i]))
         i++;
     return i;
@@ -535,7 +605,8 @@ static inline int first_pending(const shm_tl_t *s)
 static int shm_pending(xp_tl_t *tl)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
-    return first_pending(s) < s->nrx;
+    return first_pending(s) < xp_load_relaxed(&s->nrx) || xp_shm_ring_pending(s->inbox) ||
+           lanes_added(s);
 }
 
 /* Is r a well-formed request for a transfer of at most 2^32 chunks? */
@@ -595,13 +666,23 @@ static void shm_deliver(void *arg, int src, const void *pkt, size_t len)
 static int shm_poll(xp_tl_t *tl, int budget)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
-    int i = first_pending(s), n = 0;
-    if (i == s->nrx || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
+    int i = first_pending(s), n = 0, nrx = s->nrx, got;
+    if ((i == nrx && !xp_shm_ring_pending(s->inbox) && !lanes_added(s)) ||
+        __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
         return 0;
-    for (int first = i; i < s->nrx && n < budget; i++) {
+    if (lanes_added(s)) {
+        add_active_lanes(s);
+        nrx = s->nrx;
+        i = 0;
+    }
+    for (int first = i; i < nrx && n < budget; i++) {
         if (i != first && !xp_shm_ring_pending(s->rx[i]))
             continue;
-        int got = xp_shm_ring_poll(s->rx[i], budget - n, shm_deliver, s);
+        got = xp_shm_ring_poll(s->rx[i], budget - n, shm_deliver, s);
+        n += got > 0 ? got : 0;
+    }
+    if (n < budget && xp_shm_ring_pending(s->inbox)) {
+        got = xp_shm_ring_poll(s->inbox, budget - n, shm_deliver, s);
         n += got > 0 ? got : 0;
     }
     __atomic_store_n(&s->polling, 0, __ATOMIC_RELEASE);
