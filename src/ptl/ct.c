@@ -102,9 +102,9 @@ static int wake_due(xp_ct_t *ct)
     return 0;
 }
 
-/* A waiter for success >= test: lower wake_at to test. Seq_cst against
- * wake_due: either the updater sees the threshold or the waiter's next
- * read of the counter sees the update. */
+/* A waiter for success >= test, about to sleep: lower wake_at to test.
+ * Seq_cst against wake_due: either the updater sees the threshold or the
+ * waiter's next read of the counter sees the update. */
 static void wait_register(xp_ct_t *ct, uint64_t test)
 {
     uint64_t at = __atomic_load_n(&ct->wake_at, __ATOMIC_SEQ_CST);
@@ -117,10 +117,11 @@ static void wait_register(xp_ct_t *ct, uint64_t test)
  * condition may hold (all of them when `all`). The seq_cst load pairs with
  * the seq_cst store in xp_ct_post_trig: either the poster sees the new
  * count or this thread sees the new operation.
- * No lost wake-up: a waiter registers its threshold (wait_register) and
- * then announces itself as a sleeper (progress.c) before its last read of
- * the counter; an update is followed by wake_due and xp_ptl_notify, whose
- * fence orders it before the look at the sleepers, so one sees the other. */
+ * No lost wake-up: a waiter announces itself as a sleeper (progress.c),
+ * then registers its threshold (ct_wait_arm), then reads the counter a last
+ * time; an update is followed by wake_due and xp_ptl_notify, whose fence
+ * orders it before the look at the sleepers: all seq_cst, so either the
+ * waiter sees the update or the updater sees the waiter and wakes it. */
 static void after_update(xp_ct_t *ct, int all)
 {
     if (__atomic_load_n(&ct->trig_head, __ATOMIC_SEQ_CST)) {
@@ -430,13 +431,22 @@ static int ct_wait_pred(void *arg)
             w->dead = 1;
             return 1;
         }
-        wait_register(w->cts[i], w->tests[i]);
         if (ct_reached(w->cts[i], w->tests[i])) {
             w->which = i;
             return 1;
         }
     }
     return 0;
+}
+
+/* Before a sleep: register every threshold (spinning waiters need none,
+ * so the ping-pong path has no locked instruction for it). */
+static void ct_wait_arm(void *arg)
+{
+    ct_wait_t *w = arg;
+
+    for (unsigned int i = 0; i < w->size; i++)
+        wait_register(w->cts[i], w->tests[i]);
 }
 
 /* Wait for any CT of w; deadline_ns absolute (UINT64_MAX: forever). */
@@ -451,7 +461,7 @@ static int ct_wait_any(ct_wait_t *w, uint64_t deadline_ns, ptl_ct_event_t *event
             if (!ct_wait_pred(w))
                 return PTL_CT_NONE_REACHED;
         } else {
-            st = xp_ptl_wait_until(ct_wait_pred, w, deadline_ns);
+            st = xp_ptl_wait_until_armed(ct_wait_pred, ct_wait_arm, w, deadline_ns);
         }
     }
     if (w->dead || st == XP_ERR_CANCELED)

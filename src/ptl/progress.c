@@ -116,6 +116,7 @@ void xp_ptl_abort(void)
 
 typedef struct wait_ctx {
     xp_wait_pred_t pred;
+    xp_ptl_arm_fn arm;
     void *arg;
     uint32_t gen;
     xp_ptl_state_t *st;
@@ -137,6 +138,9 @@ static int wait_pred(void *arg)
  * sleep_pred, for queued answers (retried by a bounded sleep: sleep_once). */
 static int retry_pred(void *arg)
 {
+    wait_ctx_t *w = arg;
+    if (w->arm)
+        w->arm(w->arg);
     return wait_pred(arg) || xp_tl_pending();
 }
 
@@ -176,6 +180,8 @@ static xp_status_t park_app(wait_ctx_t *w, uint64_t deadline_ns)
     xp_fence();
     for (;;) {
         uint32_t seen = __atomic_load_n(&st->app_word, __ATOMIC_SEQ_CST);
+        if (w->arm)
+            w->arm(w->arg);
         if (wait_pred(w))
             break;
         uint64_t now = xp_time_ns();
@@ -212,9 +218,15 @@ static void end_active(xp_ptl_state_t *st)
 
 xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
+    return xp_ptl_wait_until_armed(pred, NULL, arg, deadline_ns);
+}
+
+xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
+                                    uint64_t deadline_ns)
+{
     xp_ptl_state_t *st = xp_ptl_state();
     uint32_t user_gen = __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE);
-    wait_ctx_t w = { pred, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st };
+    wait_ctx_t w = { pred, arm, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st };
     long spins = xp_tl_spin_count() * 4 + 1;
     xp_status_t rc = XP_OK;
 

@@ -129,6 +129,15 @@ xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_
     return st;
 }
 
+/* The fake notify wakes nobody: waiters poll, so arming is a plain call. */
+xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
+                                    uint64_t deadline_ns)
+{
+    if (arm)
+        arm(arg);
+    return xp_ptl_wait_until(pred, arg, deadline_ns);
+}
+
 int fake_await_waiters(int n, const char *what)
 {
     uint64_t deadline = xp_time_ns() + FAKE_DEADLINE_NS;
