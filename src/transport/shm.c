@@ -36,6 +36,7 @@
 #define PAIR_MIN_CELLS 2048u
 #define PAIR_LANES 2 /* per sender: 0 requests of one thread, 1 answers */
 #define SPLIT_MAGIC 0x58505350u     /* "XPSP" */
+#define SPLIT_MIN_CHUNK (16u * 1024u)
 
 /* A request to help with a shared transfer (split_copy). It travels through
  * the helper's inbox with src = -2 - requester, so it never reaches the
@@ -78,17 +79,17 @@ typedef struct shm_peer {
     int fence;             /* ringing its doorbell needs a store-load fence */
     uint32_t caps;
     /* Our lanes into its pair object (NULL: none; then sends use its inbox).
-     * lane_req carries every packet of one thread of ours (req_owner, the
-     * first that sends to it) with no locked instruction; lane_ans the
-     * answers other threads send (send_excl: its callers are serialised);
-     * the requests of other threads go to its inbox. The three are kept in
-     * causal order by waiting until the peer has handled the others' earlier
+     * lane_req carries the requests of one thread of ours (req_owner, the
+     * first that sends one) with no locked instruction; lane_ans our answers
+     * (send_excl: its callers are serialised by the engine's poll lock); the
+     * requests of other threads go to its inbox. Causal order: the peer
+     * handles what lane_ans holds before each lane_req packet (shm_poll);
+     * inbox and lane_req wait until the peer has handled the other's earlier
      * packets (send_owner, send_other). */
     xp_shm_ring_t *lane_req, *lane_ans;
     uint64_t req_cached_head, ans_cached_head;
     uintptr_t req_owner;   /* xp_thread_id() of lane_req's producer; 0: none yet */
     uint64_t owner_seen;   /* owner only: other_end value known delivered */
-    uint64_t ans_seen;     /* owner only: lane_ans tail known delivered */
     void *lane_hdr;        /* its pair object's pair_hdr_t */
     int lane_index;        /* our first lane's index in it */
     uint8_t req_on, ans_on; /* we have announced lane_req / lane_ans */
@@ -121,6 +122,7 @@ typedef struct shm_tl {
     int nlocal, linked_pair;
     char pair_name[XP_SHM_NAME_MAX];
     xp_shm_ring_t **rx;    /* the active lanes (nrx), then room for more */
+    xp_shm_ring_t **rx_gate; /* per rx entry: for a request lane, the same sender's answer lane */
     int nrx;
     uint64_t rx_gen;       /* pair_hdr_t gen that rx reflects */
     uint64_t *pair_gen;    /* &our pair_hdr_t gen; NULL without lanes */
@@ -233,8 +235,9 @@ static xp_status_t collect_rx(shm_tl_t *s)
 {
     size_t nlanes = s->pair_base ? (size_t)s->nlocal * PAIR_LANES : 0;
     s->rx = calloc(nlanes + 1, sizeof *s->rx);
+    s->rx_gate = calloc(nlanes + 1, sizeof *s->rx_gate);
     s->rx_listed = calloc(nlanes + 1, 1);
-    if (!s->rx || !s->rx_listed)
+    if (!s->rx || !s->rx_gate || !s->rx_listed)
         return XP_ERR_NO_MEMORY;
     if (s->pair_base)
         s->pair_gen = &((pair_hdr_t *)s->pair_base)->gen;
@@ -255,6 +258,8 @@ static void add_active_lanes(shm_tl_t *s)
             if (s->rx_listed[k] || !xp_load_acquire(&h->active[k]))
                 continue;
             s->rx_listed[k] = 1;
+            s->rx_gate[n] = lane ? NULL : pair_ring(s->pair_base, s->pair_cells,
+                                                    (uint32_t)s->nlocal, i, 1);
             s->rx[n++] = pair_ring(s->pair_base, s->pair_cells, (uint32_t)s->nlocal, i, lane);
         }
     xp_store_release(&s->nrx, n);
@@ -387,6 +392,7 @@ static void shm_tl_close(xp_tl_t *tl)
         munmap(s->pair_base, s->pair_len);
     free(s->rx);
     free(s->rx_listed);
+    free(s->rx_gate);
     xp_shm_seg_close(&s->own);
     xp_shmheap_close(&s->heap);
     free(s->peers);
@@ -490,11 +496,11 @@ static inline int delivered(xp_shm_ring_t *r, uint64_t end)
     return (int64_t)(xp_load_acquire(&r->head) - end) >= 0;
 }
 
-/* A packet of lane_req's owner thread. What other threads sent before it
- * (in happens-before order: e.g. an ACK our progress thread sent, which the
- * peer must see before our next request) must be handled first: wait
- * (AGAIN: the caller polls and retries) until the peer has. Both checks
- * are plain loads of lines nobody writes while only the owner sends. */
+/* A request of lane_req's owner thread. Requests other threads put in the
+ * inbox before it (in happens-before order) must be handled first: wait
+ * (AGAIN: the caller polls and retries) until the peer has. A plain load of
+ * a line nobody writes while only the owner sends. (Our earlier answers
+ * need no wait: the peer drains lane_ans before each lane_req packet.) */
 static xp_status_t send_owner(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_t hdr_len,
                               const void *data, size_t data_len)
 {
@@ -503,12 +509,6 @@ static xp_status_t send_owner(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_
         if (!delivered(p->ring, other))
             return pushed(p, XP_ERR_AGAIN);
         p->owner_seen = other;
-    }
-    uint64_t ans = xp_load_acquire(&p->lane_ans->tail);
-    if (ans != p->ans_seen) {
-        if (!delivered(p->lane_ans, ans))
-            return pushed(p, XP_ERR_AGAIN);
-        p->ans_seen = ans;
     }
     if (__builtin_expect(!p->req_on, 0)) {
         activate(p, 0);
@@ -561,10 +561,9 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
                                       data_len));
 }
 
-/* Answers: the engine serialises these callers (its poll lock), so the
- * threads other than the owner share lane_ans. (The owner's own earlier
- * requests are not waited for: an answer is caused by a packet of the
- * peer's, not by our requests.) */
+/* Answers: the engine serialises these callers (its poll lock), so they
+ * share lane_ans, whichever thread polls. (Our earlier requests are not
+ * waited for: an answer is caused by a packet of the peer's, not by them.) */
 static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
                                  const void *data, size_t data_len)
 {
@@ -576,8 +575,6 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
         return XP_ERR_OVERFLOW;
     if (xp_load_relaxed(&p->dead))
         return XP_ERR_PEER_DEAD;
-    if (is_owner(p))
-        return send_owner(s, p, hdr, hdr_len, data, data_len);
     if (__builtin_expect(!p->ans_on, 0)) {
         activate(p, 1);
         p->ans_on = 1;
@@ -663,6 +660,32 @@ static void shm_deliver(void *arg, int src, const void *pkt, size_t len)
 
 /* Every ring with something in it, from the first such one. Their relative
  * order does not matter: senders keep causal order themselves (shm_send). */
+/* Up to budget packets of one lane; for a request lane, whatever its
+ * sender's answer lane holds goes first, before each request (an answer
+ * sent before a request, in happens-before order, is handled before it). */
+static int poll_lane(shm_tl_t *s, xp_shm_ring_t *r, xp_shm_ring_t *gate, int budget)
+{
+    int n = 0, got;
+    if (!gate) {
+        got = xp_shm_ring_poll(r, budget, shm_deliver, s);
+        return got > 0 ? got : 0;
+    }
+    while (n < budget) {
+        if (xp_shm_ring_pending(gate)) {
+            got = xp_shm_ring_poll(gate, budget - n, shm_deliver, s);
+            if (got < 0)
+                break; /* corrupt: nothing of this sender is delivered any more */
+            n += got;
+            continue;
+        }
+        got = xp_shm_ring_poll_gated(r, budget - n, shm_deliver, s, gate);
+        if (got <= 0 && !xp_shm_ring_pending(gate))
+            break;
+        n += got > 0 ? got : 0;
+    }
+    return n;
+}
+
 static int shm_poll(xp_tl_t *tl, int budget)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
@@ -678,8 +701,7 @@ static int shm_poll(xp_tl_t *tl, int budget)
     for (int first = i; i < nrx && n < budget; i++) {
         if (i != first && !xp_shm_ring_pending(s->rx[i]))
             continue;
-        got = xp_shm_ring_poll(s->rx[i], budget - n, shm_deliver, s);
-        n += got > 0 ? got : 0;
+        n += poll_lane(s, s->rx[i], s->rx_gate[i], budget - n);
     }
     if (n < budget && xp_shm_ring_pending(s->inbox)) {
         got = xp_shm_ring_poll(s->inbox, budget - n, shm_deliver, s);
@@ -734,6 +756,18 @@ static uint32_t split_take(shm_tl_t *s, shm_peer_t *p, const split_req_t *r, int
     }
 }
 
+/* About four chunks per transfer, at least SPLIT_MIN_CHUNK, at most
+ * XP_SHM_SPLIT_CHUNK: ptl_bw measured 128 KiB puts at 20 GB/s in 64 KiB
+ * chunks (11 unsplit), 4 MiB ones at 20 / 22 / 24 GB/s in 64 / 128 / 512
+ * KiB chunks; a transfer of one chunk cannot be shared at all. */
+static size_t split_chunk_of(const shm_tl_t *s, size_t len)
+{
+    size_t c = (len / 4 + 4095) & ~(size_t)4095;
+    if (c < SPLIT_MIN_CHUNK)
+        c = SPLIT_MIN_CHUNK;
+    return c < s->split_chunk ? c : s->split_chunk;
+}
+
 /* A large copy between our buffer `local` and peer p's buffer `remote`:
  * ask p to copy chunks of it too (it writes what we would read, or reads
  * what we would write) while we copy the others; both claim chunks from our
@@ -748,7 +782,7 @@ static int split_copy(shm_tl_t *s, int rank, int do_write, const struct iovec *l
     if (__atomic_exchange_n(&s->splitting, 1, __ATOMIC_ACQUIRE))
         return -1;
     uint32_t gen = ++s->split_gen ? s->split_gen : ++s->split_gen;
-    size_t len = local->iov_len, chunk = s->split_chunk;
+    size_t len = local->iov_len, chunk = split_chunk_of(s, len);
     split_req_t r = {.magic = SPLIT_MAGIC, .gen = gen, .to_helper = (uint32_t)do_write,
                      .chunk = chunk, .len = len, .nchunks = (uint32_t)((len + chunk - 1) / chunk),
                      .helper_addr = (uintptr_t)remote->iov_base,

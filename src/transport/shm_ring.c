@@ -156,14 +156,15 @@ xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, 
     return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 1, NULL);
 }
 
-int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg)
+static int poll_ring(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg,
+                     xp_shm_ring_t *gate)
 {
     uint32_t ncells = ring->ncells, mask = ncells - 1;
     uint64_t h = xp_load_relaxed(&ring->head);
     int delivered = 0;
     while (delivered < budget) {
         xp_shm_cell_t *c = &ring->cells[h & mask];
-        if (xp_load_acquire(&c->seq) != h)
+        if (xp_load_acquire(&c->seq) != h || (gate && xp_shm_ring_pending(gate)))
             break;
         uint32_t len = c->len, room = ncells - (uint32_t)(h & mask), n;
         if (len == SKIP_LEN) {
@@ -190,4 +191,15 @@ corrupt:
     xp_error("shm ring %p: corrupt packet at position %llu (len %u)", (void *)ring,
              (unsigned long long)h, (unsigned)ring->cells[h & mask].len);
     return -1;
+}
+
+int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg)
+{
+    return poll_ring(ring, budget, fn, arg, NULL);
+}
+
+int xp_shm_ring_poll_gated(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg,
+                           xp_shm_ring_t *gate)
+{
+    return poll_ring(ring, budget, fn, arg, gate);
 }

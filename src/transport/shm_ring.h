@@ -80,6 +80,12 @@ xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, 
 /* Deliver up to budget packets to fn. One consumer at a time (the caller
  * serialises); returns the number delivered, or -1 if the ring is corrupt. */
 int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg);
+/* Same, but stops before each packet while `gate` has one at its head (the
+ * caller handles gate's packets first, then calls again): packets published
+ * in gate before a packet of ring (in happens-before order) are delivered
+ * before it. */
+int xp_shm_ring_poll_gated(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg,
+                           xp_shm_ring_t *gate);
 /* Nonzero if a packet (or padding) is ready at head. Any thread. */
 static inline int xp_shm_ring_pending(xp_shm_ring_t *ring)
 {
