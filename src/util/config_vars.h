@@ -59,12 +59,13 @@ XP_CONFIG_VAR(shm_heap_size, SIZE, "XP_SHM_HEAP_SIZE", "256m", 0, 68719476736, "
               "allocated on first touch); transfers from/to a peer's heap are plain copies. 0: none")
 /* clang-format on */
 /* clang-format off */
-XP_CONFIG_VAR(shm_split_min, SIZE, "XP_SHM_SPLIT_MIN", "512k", 0, 1099511627776, "",
+XP_CONFIG_VAR(shm_split_min, SIZE, "XP_SHM_SPLIT_MIN", "128k", 0, 1099511627776, "",
               "Smallest single-copy (process_vm_readv/writev) shm transfer that the copying process "
               "shares with the peer whose memory it copies: both claim chunks of it, so both "
               "processes' CPUs copy. Off when the node runs more local ranks than CPUs. 0: never")
-XP_CONFIG_VAR(shm_split_chunk, SIZE, "XP_SHM_SPLIT_CHUNK", "128k", 4096, 1073741824, "",
-              "Bytes per claim of a shared (split) shm transfer (see XP_SHM_SPLIT_MIN)")
+XP_CONFIG_VAR(shm_split_chunk, SIZE, "XP_SHM_SPLIT_CHUNK", "512k", 4096, 1073741824, "",
+              "Largest claim of a shared (split) shm transfer, which is cut into about four "
+              "chunks of at least 16k (see XP_SHM_SPLIT_MIN)")
 /* clang-format on */
 /* clang-format off */
 XP_CONFIG_VAR(shm_pair_ring_size, SIZE, "XP_SHM_PAIR_RING_SIZE", "128k", 0, 1073741824, "",
