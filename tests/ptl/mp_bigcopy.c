@@ -29,7 +29,7 @@
 #define WAIT_MS 20000
 #define NSEG 3
 
-static const size_t sizes[] = {(512u << 10) + 1, 1u << 20, (2u << 20) + 4097, (4u << 20) - 7,
+static const size_t sizes[] = {(128u << 10) + 5, (512u << 10) + 1, 1u << 20, (2u << 20) + 4097, (4u << 20) - 7,
                                (6u << 20) + 12345};
 enum { NOPS = sizeof sizes / sizeof sizes[0] };
 
