@@ -670,18 +670,22 @@ static int poll_lane(shm_tl_t *s, xp_shm_ring_t *r, xp_shm_ring_t *gate, int bud
         got = xp_shm_ring_poll(r, budget, shm_deliver, s);
         return got > 0 ? got : 0;
     }
-    while (n < budget) {
+    for (;;) {
         if (xp_shm_ring_pending(gate)) {
             got = xp_shm_ring_poll(gate, budget - n, shm_deliver, s);
             if (got < 0)
                 break; /* corrupt: nothing of this sender is delivered any more */
             n += got;
-            continue;
         }
-        got = xp_shm_ring_poll_gated(r, budget - n, shm_deliver, s, gate);
-        if (got <= 0 && !xp_shm_ring_pending(gate))
+        if (n >= budget)
             break;
-        n += got > 0 ? got : 0;
+        got = xp_shm_ring_poll_gated(r, budget - n, shm_deliver, s, gate);
+        if (got < 0)
+            break;
+        n += got;
+        /* It stopped for an answer, or r is empty (or the budget is used). */
+        if (!xp_shm_ring_pending(gate))
+            break;
     }
     return n;
 }
