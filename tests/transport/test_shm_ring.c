@@ -2,7 +2,9 @@
  * The shm packet ring under contention: several forked producers (two threads
  * each) push numbered packets of varying size into one MAP_SHARED ring while
  * the parent consumes. No loss, no duplicate, per-producer-thread order, data
- * intact. Also: full ring -> XP_ERR_AGAIN, oversize -> XP_ERR_OVERFLOW.
+ * intact. Also: full ring -> XP_ERR_AGAIN, oversize -> XP_ERR_OVERFLOW; the
+ * single-producer push of pair lanes (a thread pushing, the main thread
+ * consuming, in a ring initialised in zeroed memory) and gated polls.
  * Under ThreadSanitizer the producers are threads of this process, with
  * fewer messages: TSan cannot see the ring's synchronisation between forked
  * processes (it reports the consumer's reads of cells written in another
@@ -11,6 +13,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -238,9 +242,134 @@ static void test_full_and_overflow(void)
     free(ring);
 }
 
+/* ---- single-producer pushes (pair lanes) and gated polls ---- */
+
+typedef struct spsc {
+    xp_shm_ring_t *ring;
+    uint64_t cached;
+    uint32_t next, bad; /* consumer: next expected sequence number, mismatches */
+} spsc_t;
+
+static uint32_t spsc_len(uint32_t seq)
+{
+    uint32_t r = seq * 2654435761u;
+    return r % 23 == 0 ? 900 : r % 60; /* multi-cell now and then */
+}
+
+static void spsc_check(void *arg, int src, const void *pkt, size_t len)
+{
+    spsc_t *q = arg;
+    uint32_t seq;
+    if (len < sizeof seq || src != 7) {
+        q->bad++;
+        return;
+    }
+    memcpy(&seq, pkt, sizeof seq);
+    int ok = seq == q->next && len == sizeof seq + spsc_len(seq);
+    for (size_t i = sizeof seq; ok && i < len; i++)
+        ok = ((const unsigned char *)pkt)[i] == pattern(7, seq, (uint32_t)i);
+    q->bad += !ok;
+    q->next = seq + 1;
+}
+
+static void *spsc_producer(void *arg)
+{
+    spsc_t *q = arg;
+    unsigned char buf[1024];
+    unsigned spins = 0;
+    for (uint32_t seq = 0; seq < NMSG; seq++) {
+        uint32_t len = spsc_len(seq);
+        memcpy(buf, &seq, sizeof seq);
+        for (uint32_t i = 0; i < len; i++)
+            buf[sizeof seq + i] = pattern(7, seq, (uint32_t)(sizeof seq + i));
+        /* header and data as two pieces, as the engine sends them */
+        while (xp_shm_ring_push_single(q->ring, &q->cached, 7, buf, sizeof seq, buf + sizeof seq,
+                                       len) == XP_ERR_AGAIN)
+            backoff(&spins);
+    }
+    return NULL;
+}
+
+/* One producer thread with push_single into a ring initialised in zeroed
+ * memory (positions start at ncells), the consumer here: order and data,
+ * through many wraps; then full, oversize and an empty poll. */
+static void test_single_producer(void)
+{
+    uint32_t n = 64;
+    size_t bytes = xp_shm_ring_bytes(n);
+    spsc_t q = {calloc(1, bytes), 0, 0, 0};
+    XP_REQUIRE(q.ring);
+    xp_shm_ring_init_zeroed(q.ring, n);
+    XP_CHECK(xp_shm_ring_valid(q.ring, bytes));
+    XP_CHECK_EQ(xp_shm_ring_pending(q.ring), 0);
+    pthread_t t;
+    XP_REQUIRE(pthread_create(&t, NULL, spsc_producer, &q) == 0);
+    uint64_t deadline = xp_time_ns() + CONSUMER_DEADLINE_NS;
+    unsigned spins = 0;
+    while (q.next < NMSG && xp_time_ns() < deadline) {
+        int got = xp_shm_ring_poll(q.ring, 16, spsc_check, &q);
+        XP_CHECK(got >= 0);
+        if (got <= 0)
+            backoff(&spins);
+    }
+    pthread_join(t, NULL);
+    XP_CHECK_EQ(q.next, NMSG);
+    XP_CHECK_EQ(q.bad, 0);
+    char big[2048] = {0};
+    size_t max = xp_shm_ring_max_packet(q.ring);
+    XP_CHECK_EQ(xp_shm_ring_push_single(q.ring, &q.cached, 7, big, max + 1, NULL, 0),
+                XP_ERR_OVERFLOW);
+    int pushed = 0;
+    while (xp_shm_ring_push_single(q.ring, &q.cached, 7, big, 40, NULL, 0) == XP_OK)
+        pushed++;
+    XP_CHECK_EQ(pushed, (int)n);
+    long got = 0;
+    XP_CHECK_EQ(xp_shm_ring_poll(q.ring, 1000, count_packet, &got), (int)n);
+    XP_CHECK_EQ(xp_shm_ring_poll(q.ring, 1000, count_packet, &got), 0);
+    free(q.ring);
+}
+
+typedef struct order {
+    char seen[8];
+    int n;
+} order_t;
+
+static void record(void *arg, int src, const void *pkt, size_t len)
+{
+    order_t *o = arg;
+    if (o->n < (int)sizeof o->seen && len == 1)
+        o->seen[o->n++] = *(const char *)pkt;
+}
+
+/* xp_shm_ring_poll_gated stops before a packet while the gate has one. */
+static void test_gated_poll(void)
+{
+    size_t bytes = xp_shm_ring_bytes(16);
+    xp_shm_ring_t *r = calloc(1, bytes), *gate = calloc(1, bytes);
+    XP_REQUIRE(r && gate);
+    xp_shm_ring_init_zeroed(r, 16);
+    xp_shm_ring_init_zeroed(gate, 16);
+    uint64_t cr = 0, cg = 0;
+    order_t o = {{0}, 0};
+    XP_CHECK_EQ(xp_shm_ring_push_single(r, &cr, 1, "a", 1, NULL, 0), XP_OK);
+    XP_CHECK_EQ(xp_shm_ring_push_single(r, &cr, 1, "b", 1, NULL, 0), XP_OK);
+    XP_CHECK_EQ(xp_shm_ring_poll_gated(r, 10, record, &o, gate), 2); /* gate empty */
+    XP_CHECK_EQ(xp_shm_ring_push_single(r, &cr, 1, "c", 1, NULL, 0), XP_OK);
+    XP_CHECK_EQ(xp_shm_ring_push_single(gate, &cg, 1, "X", 1, NULL, 0), XP_OK);
+    XP_CHECK_EQ(xp_shm_ring_poll_gated(r, 10, record, &o, gate), 0); /* stops at once */
+    XP_CHECK_EQ(xp_shm_ring_poll(gate, 10, record, &o), 1);
+    XP_CHECK_EQ(xp_shm_ring_poll_gated(r, 10, record, &o, gate), 1);
+    XP_CHECK_EQ(o.n, 4);
+    XP_CHECK(memcmp(o.seen, "abXc", 4) == 0);
+    free(r);
+    free(gate);
+}
+
 int main(void)
 {
     test_full_and_overflow();
+    test_single_producer();
+    test_gated_poll();
     test_contention();
     return xp_test_result();
 }
