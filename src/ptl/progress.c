@@ -41,6 +41,9 @@
  * doorbell when that peer drains it: a thread that would sleep while some
  * are queued sleeps at most this long, then retries them. */
 #define DEFER_RETRY_NS 50000ull
+/* Spins of an active waiter that sees packets pending and not taken
+ * (another thread holds the poll lock) before it goes to sleep. */
+#define BUSY_SPINS 64
 
 static int deferred(const xp_ptl_state_t *st)
 {
@@ -227,7 +230,7 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
     xp_ptl_state_t *st = xp_ptl_state();
     uint32_t user_gen = __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE);
     wait_ctx_t w = { pred, arm, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st };
-    long spins = xp_tl_spin_count() * 4 + 1;
+    long spins = xp_tl_spin_count() * 4 + 1, busy = 0;
     xp_status_t rc = XP_OK;
 
     if (pred(arg))
@@ -241,6 +244,14 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
             rc = XP_ERR_TIMEOUT;
             goto done_active;
         }
+        /* Packets that stay pending are another thread's: the progress
+         * thread is in a long handler (a large copy that a peer waits for,
+         * split_copy). Spinning here takes its CPU (xprun binds a rank's
+         * threads to one): sleep and let it run. */
+        if (!xp_tl_pending())
+            busy = 0;
+        else if (++busy >= BUSY_SPINS && can_park(st))
+            break;
         xp_cpu_relax();
     }
     if (can_park(st)) {
