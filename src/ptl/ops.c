@@ -231,8 +231,9 @@ static void md_event(xp_md_t *md, ptl_event_kind_t type, ptl_ni_fail_t fail, voi
 static void send_done(xp_md_t *md, ptl_ni_fail_t fail, void *user_ptr, const xp_pkt_t *h,
                       ptl_size_t local_offset)
 {
-    md_event(md, PTL_EVENT_SEND, fail, user_ptr, h, local_offset);
+    /* Count first: whoever sees the event may read (or reset) the counter. */
     md_count(md, PTL_MD_EVENT_CT_SEND, fail == PTL_NI_OK, h ? h->rlength : 0); /* wakes */
+    md_event(md, PTL_EVENT_SEND, fail, user_ptr, h, local_offset);
 }
 
 typedef struct send_ev {
@@ -300,8 +301,8 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
         if (!(h->flags & XP_PKT_F_NOACK)) {
             switch (h->ack_req) {
             case PTL_ACK_REQ:
-                md_event(md, PTL_EVENT_ACK, h->fail, user_ptr, h, h->local_offset);
                 md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
+                md_event(md, PTL_EVENT_ACK, h->fail, user_ptr, h, h->local_offset);
                 break;
             case PTL_CT_ACK_REQ:
                 if (h->flags & XP_PKT_F_MANY) {
@@ -334,8 +335,8 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
                 fail = PTL_NI_SEGV;
             }
         }
-        md_event(md, PTL_EVENT_REPLY, fail, user_ptr, h, h->local_offset);
         md_count(md, PTL_MD_EVENT_CT_REPLY, fail == PTL_NI_OK, h->mlength);
+        md_event(md, PTL_EVENT_REPLY, fail, user_ptr, h, h->local_offset);
     }
     xp_ptl_notify();
     xp_md_answered(md, (h->flags & XP_PKT_F_MANY) ? h->nseg : 1);
@@ -562,8 +563,8 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     xp_md_expect(md);
     rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
     if (rc != XP_OK) {
-        md_event(md, PTL_EVENT_REPLY, PTL_NI_UNDELIVERABLE, user_ptr, &h, local_offset);
         md_count(md, PTL_MD_EVENT_CT_REPLY, 0, 0);
+        md_event(md, PTL_EVENT_REPLY, PTL_NI_UNDELIVERABLE, user_ptr, &h, local_offset);
         xp_md_unexpect(md);
     }
     return PTL_OK;

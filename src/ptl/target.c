@@ -134,17 +134,18 @@ static void target_events(req_t *r)
     /* Building the event is most of this function's cost: only when used. */
     if (post || r->uh)
         fill_event(r, &ev, event_kind(r->h->type));
-    if (post)
-        xp_pt_post_event(r->pt, &ev);
     /* A message landing in an entry is a communication event whichever list
      * the entry is on; EVENT_CT_OVERFLOW counts the *_OVERFLOW events that a
-     * later priority append generates (pt.c). */
+     * later priority append generates (pt.c). The counter goes first, as at
+     * the initiator: whoever takes the event may read or reset it. */
     if (le->ct && (le->options & PTL_ME_EVENT_CT_COMM)) {
         if (ok)
             xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? r->mlength : 1, 0);
         else
             xp_ct_add(le->ct, 0, 1); /* xp_ct_add wakes the waiters */
     }
+    if (post)
+        xp_pt_post_event(r->pt, &ev);
     /* Remember messages that landed in the overflow list for a later append. */
     if (r->uh) {
         r->uh->ev = ev;
