@@ -5,13 +5,16 @@
  * shm split-copy threshold and chunk size (odd ones included), all in flight
  * at once, with contiguous and PTL_IOVEC MDs and LEs, while the target waits
  * in PtlCTWait (polls, then sleeps) or is busy outside Portals (sleeps), in
- * whichever progress mode XP_PROGRESS selects.
+ * whichever progress mode XP_PROGRESS selects; in one round more threads
+ * wait on the same counter for different thresholds (a counter wakes only
+ * the sleepers whose threshold it reached: none may be left asleep).
  *
  * With --die (2 ranks): rank 0 posts large puts to rank 1 and exits in the
  * middle of them, while its threads may be copying a share of them; rank 1
  * must see every put counted as a success or a failure within seconds.
  */
 #include <portals4.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,24 +127,88 @@ static void check_bytes(const unsigned char *got, size_t off, size_t n, unsigned
         }
 }
 
-/* One round of puts to the right neighbour; the left one's land in tgt. */
-static void put_round(ctx_t *c, int md_iov, int le_iov, int target_busy)
+typedef struct waiter {
+    pthread_t thread;
+    ptl_handle_ct_t ct;
+    ptl_size_t test;
+    int rc;
+    double seconds; /* how long the wait took */
+} waiter_t;
+
+static double now_s(void)
 {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *waiter_main(void *arg)
+{
+    waiter_t *w = arg;
+    ptl_ct_event_t v;
+    unsigned which;
+    double t0 = now_s();
+    w->rc = PtlCTPoll(&w->ct, &w->test, 1, WAIT_MS, &v, &which);
+    w->seconds = now_s() - t0;
+    return NULL;
+}
+
+enum { NWAITERS = 3 };
+#define WAKE_S 5.0
+
+/* Threads waiting for the first, the second and the last put of a round. */
+static void waiters_start(ctx_t *c, waiter_t *w)
+{
+    ptl_size_t add[NWAITERS] = {1, 2, NOPS};
+    for (int i = 0; i < NWAITERS; i++) {
+        w[i] = (waiter_t){.ct = c->ct_t, .test = c->ct_t_seen + add[i], .rc = -1};
+        XP_REQUIRE(pthread_create(&w[i].thread, NULL, waiter_main, &w[i]) == 0);
+    }
+}
+
+/* A sleeper that nobody woke still sees its count when its sleep times
+ * out, so a lost wake-up shows as time: the puts take milliseconds. */
+static void waiters_join(waiter_t *w)
+{
+    for (int i = 0; i < NWAITERS; i++) {
+        pthread_join(w[i].thread, NULL);
+        XP_CHECK_EQ(w[i].rc, PTL_OK);
+        if (w[i].seconds > WAKE_S)
+            fprintf(stderr, "rank %d: waiter %d (count %llu) took %.1f s: not woken\n",
+                    xp_rank(), i, (unsigned long long)w[i].test, w[i].seconds);
+        XP_CHECK(w[i].seconds <= WAKE_S);
+    }
+}
+
+/* One round of puts to the right neighbour; the left one's land in tgt. */
+static void put_round(ctx_t *c, int md_iov, int le_iov, int target_busy, int waiters)
+{
+    waiter_t w[NWAITERS];
     ptl_handle_md_t md = md_iov ? bind(c, c->src_iov, NSEG, PTL_IOVEC | PTL_MD_EVENT_CT_ACK)
                                 : bind(c, c->src, BUF, PTL_MD_EVENT_CT_ACK);
     memset(c->tgt, 0, BUF);
+    if (waiters)
+        waiters_start(c, w);
     XP_REQUIRE(xp_barrier() == XP_OK);
+    /* With waiters, no acknowledgements (an arriving ACK would wake every
+     * sleeper of the process and hide a counter that fails to), and the
+     * puts come once the waiters have stopped spinning and sleep. */
+    if (waiters)
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
     for (int k = 0; k < NOPS; k++)
-        XP_CHECK_EQ(PtlPut(md, loff_of(k), sizes[k], PTL_CT_ACK_REQ, c->right,
+        XP_CHECK_EQ(PtlPut(md, loff_of(k), sizes[k], waiters ? PTL_NO_ACK_REQ : PTL_CT_ACK_REQ, c->right,
                            le_iov ? PT_PUT_IOV : PT_PUT, 0, roff_of(k), NULL, 0),
                     PTL_OK);
     if (target_busy) /* outside Portals while the data comes in */
         nanosleep(&(struct timespec){0, 30000000}, NULL);
     wait_ct(c->ct_t, &c->ct_t_seen, NOPS, "puts received");
+    if (waiters)
+        waiters_join(w);
     for (int k = 0; k < NOPS; k++)
         check_bytes(c->tgt, roff_of(k), sizes[k], (unsigned)c->left, loff_of(k), "put", k);
-    wait_ct(c->ct_i, &c->ct_i_seen, NOPS, "puts acknowledged");
-    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (!waiters)
+        wait_ct(c->ct_i, &c->ct_i_seen, NOPS, "puts acknowledged");
+    XP_REQUIRE(xp_barrier() == XP_OK); /* our puts have been read */
     XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
 }
 
@@ -229,11 +296,12 @@ static void rounds(ctx_t *c)
     append(c, PT_GET, c->gsrc, BUF, PTL_LE_OP_GET);
     append(c, PT_GET_IOV, c->gsrc_iov, NSEG, PTL_LE_OP_GET | PTL_IOVEC);
 
-    put_round(c, 0, 0, 0); /* contiguous both sides: the shared (split) copy */
-    put_round(c, 0, 0, 1); /* the same while the target is busy elsewhere */
-    put_round(c, 1, 0, 0); /* iovec MD */
-    put_round(c, 0, 1, 0); /* iovec LE */
-    put_round(c, 1, 1, 1);
+    put_round(c, 0, 0, 0, 0); /* contiguous both sides: the shared (split) copy */
+    put_round(c, 0, 0, 1, 0); /* the same while the target is busy elsewhere */
+    put_round(c, 0, 0, 1, 1); /* ... and other threads wait on the counter */
+    put_round(c, 1, 0, 0, 0); /* iovec MD */
+    put_round(c, 0, 1, 0, 1); /* iovec LE */
+    put_round(c, 1, 1, 1, 0);
     get_round(c, 0, 0);
     get_round(c, 1, 0);
     get_round(c, 0, 1);
