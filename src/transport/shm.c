@@ -37,10 +37,13 @@
 #define PAIR_LANES 2 /* per sender: 0 requests of one thread, 1 answers */
 #define SPLIT_MAGIC 0x58505350u     /* "XPSP" */
 #define SPLIT_MIN_CHUNK (16u * 1024u)
+#define SPLIT_MAX_IOV 64u           /* segments per side of a shared transfer */
 
 /* A request to help with a shared transfer (split_copy). It travels through
  * the helper's inbox with src = -2 - requester, so it never reaches the
- * engine (shm_deliver). Addresses are in each side's own address space. */
+ * engine (shm_deliver). It is followed by nhelper segments of the helper's
+ * buffer, then nrequester of the requester's, each in its owner's address
+ * space; both lists hold len bytes. */
 typedef struct split_req {
     uint32_t magic;
     uint32_t gen;            /* the requester's split.claim generation */
@@ -48,9 +51,12 @@ typedef struct split_req {
     uint32_t to_helper;      /* 1: the helper reads the requester's memory into its own */
     uint64_t chunk;
     uint64_t len;
-    uint64_t helper_addr;    /* the helper's buffer */
-    uint64_t requester_addr; /* the requester's buffer */
+    uint32_t nhelper, nrequester;
 } split_req_t;
+
+typedef struct split_seg {
+    uint64_t addr, len;
+} split_seg_t;
 
 /* What a process publishes about its segment. */
 typedef struct shm_addr {
@@ -610,7 +616,52 @@ static int shm_pending(xp_tl_t *tl)
 static int split_req_ok(const split_req_t *r)
 {
     return r->magic == SPLIT_MAGIC && r->chunk >= 4096 && r->len <= UINT64_MAX - r->chunk &&
-           r->nchunks == (r->len + r->chunk - 1) / r->chunk;
+           r->nchunks == (r->len + r->chunk - 1) / r->chunk && r->nhelper >= 1 &&
+           r->nhelper <= SPLIT_MAX_IOV && r->nrequester >= 1 && r->nrequester <= SPLIT_MAX_IOV;
+}
+
+/* n segments of a request as an iovec; 0 unless they hold exactly len bytes. */
+static int split_segs_iov(const split_seg_t *seg, uint32_t n, uint64_t len, struct iovec *iov)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (seg[i].len > len - total)
+            return 0;
+        total += seg[i].len;
+        iov[i].iov_base = (void *)(uintptr_t)seg[i].addr;
+        iov[i].iov_len = (size_t)seg[i].len;
+    }
+    return total == len;
+}
+
+/* The bytes [off, off+len) of an iovec list (which holds them) as a list. */
+static int iov_slice(const struct iovec *v, int n, size_t off, size_t len, struct iovec *out)
+{
+    int k = 0;
+    for (int i = 0; i < n && len > 0; i++) {
+        if (off >= v[i].iov_len) {
+            off -= v[i].iov_len;
+            continue;
+        }
+        size_t take = v[i].iov_len - off < len ? v[i].iov_len - off : len;
+        out[k].iov_base = (char *)v[i].iov_base + off;
+        out[k++].iov_len = take;
+        len -= take;
+        off = 0;
+    }
+    return k;
+}
+
+/* Copy chunk `c` of a shared transfer between `mine` (ours) and `theirs`
+ * (pid's memory): the same slice of both lists. */
+static xp_status_t split_chunk_copy(pid_t pid, int do_write, uint64_t c, uint64_t chunk,
+                                    uint64_t len, const struct iovec *mine, int nmine,
+                                    const struct iovec *theirs, int ntheirs)
+{
+    struct iovec a[SPLIT_MAX_IOV], b[SPLIT_MAX_IOV];
+    size_t off = (size_t)(c * chunk), n = (size_t)(len - off < chunk ? len - off : chunk);
+    int na = iov_slice(mine, nmine, off, n, a), nb = iov_slice(theirs, ntheirs, off, n, b);
+    return xp_cma_copy(pid, do_write, a, na, b, nb);
 }
 
 /* Copy the chunks of a peer's shared transfer that we can still claim (we
@@ -620,12 +671,20 @@ static int split_req_ok(const split_req_t *r)
 static void split_help(shm_tl_t *s, int rank, const void *pkt, size_t len)
 {
     split_req_t r;
+    split_seg_t seg[2 * SPLIT_MAX_IOV];
+    struct iovec mine[SPLIT_MAX_IOV], theirs[SPLIT_MAX_IOV];
     if (rank < 0 || rank >= s->size || rank == s->rank || !s->peers[rank].seg.hdr ||
-        len != sizeof r)
+        len < sizeof r)
         return;
     memcpy(&r, pkt, sizeof r);
-    if (!split_req_ok(&r)) {
+    if (!split_req_ok(&r) || len != sizeof r + sizeof(split_seg_t) * (r.nhelper + r.nrequester)) {
         xp_warn("shm: malformed split request from rank %d dropped", rank);
+        return;
+    }
+    memcpy(seg, (const char *)pkt + sizeof r, len - sizeof r);
+    if (!split_segs_iov(seg, r.nhelper, r.len, mine) ||
+        !split_segs_iov(seg + r.nhelper, r.nrequester, r.len, theirs)) {
+        xp_warn("shm: split request from rank %d with inconsistent lengths dropped", rank);
         return;
     }
     shm_peer_t *p = &s->peers[rank];
@@ -637,10 +696,8 @@ static void split_help(shm_tl_t *s, int rank, const void *pkt, size_t len)
             return;
         if (!xp_cas(&sp->claim, &w, w + 1))
             continue;
-        uint64_t off = (uint64_t)(uint32_t)w * r.chunk, n = r.len - off;
-        struct iovec mine = {(void *)(uintptr_t)(r.helper_addr + off), n < r.chunk ? n : r.chunk};
-        struct iovec theirs = {(void *)(uintptr_t)(r.requester_addr + off), mine.iov_len};
-        xp_status_t st = xp_cma_copy(p->pid, !r.to_helper, &mine, 1, &theirs, 1);
+        xp_status_t st = split_chunk_copy(p->pid, !r.to_helper, (uint32_t)w, r.chunk, r.len, mine,
+                                          (int)r.nhelper, theirs, (int)r.nrequester);
         if (st != XP_OK)
             xp_store_relaxed(&sp->error, (int32_t)st);
         __atomic_add_fetch(&sp->done, 1, __ATOMIC_RELEASE);
@@ -740,7 +797,8 @@ static int heap_copy(shm_peer_t *p, int do_write, const struct iovec *local, int
 /* Copy chunks of a shared transfer until none is left to claim; returns
  * how many we copied. */
 static uint32_t split_take(shm_tl_t *s, shm_peer_t *p, const split_req_t *r, int do_write,
-                           xp_status_t *st)
+                           const struct iovec *local, int nlocal, const struct iovec *remote,
+                           int nremote, xp_status_t *st)
 {
     xp_shm_split_t *sp = &s->own.hdr->split;
     uint32_t mine = 0;
@@ -750,10 +808,8 @@ static uint32_t split_take(shm_tl_t *s, shm_peer_t *p, const split_req_t *r, int
             return mine;
         if (!xp_cas(&sp->claim, &w, w + 1))
             continue;
-        size_t off = (size_t)(uint32_t)w * r->chunk, n = r->len - off;
-        struct iovec l = {(void *)(uintptr_t)(r->requester_addr + off), n < r->chunk ? n : r->chunk};
-        struct iovec rm = {(void *)(uintptr_t)(r->helper_addr + off), l.iov_len};
-        xp_status_t cst = xp_cma_copy(p->pid, do_write, &l, 1, &rm, 1);
+        xp_status_t cst = split_chunk_copy(p->pid, do_write, (uint32_t)w, r->chunk, r->len, local,
+                                           nlocal, remote, nremote);
         if (cst != XP_OK)
             *st = cst;
         mine++;
@@ -778,26 +834,32 @@ static size_t split_chunk_of(const shm_tl_t *s, size_t len)
  * split area, so whatever p does not claim (it may be busy or asleep) we
  * copy ourselves. We wait only for chunks p has claimed, which it copies
  * at once. -1: not applicable (the area is busy: another thread splits). */
-static int split_copy(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
-                      const struct iovec *remote, xp_status_t *st_out)
+static int split_copy(shm_tl_t *s, int rank, int do_write, size_t len, const struct iovec *local,
+                      int nlocal, const struct iovec *remote, int nremote, xp_status_t *st_out)
 {
     shm_peer_t *p = &s->peers[rank];
     xp_shm_split_t *sp = &s->own.hdr->split;
+    split_seg_t seg[2 * SPLIT_MAX_IOV];
     if (__atomic_exchange_n(&s->splitting, 1, __ATOMIC_ACQUIRE))
         return -1;
     uint32_t gen = ++s->split_gen ? s->split_gen : ++s->split_gen;
-    size_t len = local->iov_len, chunk = split_chunk_of(s, len);
+    size_t chunk = split_chunk_of(s, len);
     split_req_t r = {.magic = SPLIT_MAGIC, .gen = gen, .to_helper = (uint32_t)do_write,
                      .chunk = chunk, .len = len, .nchunks = (uint32_t)((len + chunk - 1) / chunk),
-                     .helper_addr = (uintptr_t)remote->iov_base,
-                     .requester_addr = (uintptr_t)local->iov_base};
+                     .nhelper = (uint32_t)nremote, .nrequester = (uint32_t)nlocal};
+    for (int i = 0; i < nremote; i++)
+        seg[i] = (split_seg_t){(uintptr_t)remote[i].iov_base, remote[i].iov_len};
+    for (int i = 0; i < nlocal; i++)
+        seg[nremote + i] = (split_seg_t){(uintptr_t)local[i].iov_base, local[i].iov_len};
     xp_store_relaxed(&sp->done, 0);
     xp_store_relaxed(&sp->error, 0);
     xp_store_release(&sp->claim, (uint64_t)gen << 32);
-    if (xp_shm_ring_push(p->ring, &p->cached_head, -2 - s->rank, &r, sizeof r, NULL, 0) == XP_OK)
+    if (xp_shm_ring_push(p->ring, &p->cached_head, -2 - s->rank, &r, sizeof r, seg,
+                         sizeof(split_seg_t) * (size_t)(nlocal + nremote)) == XP_OK)
         xp_shm_doorbell_ring_fenced(p->db, p->fence);
     xp_status_t st = XP_OK;
-    uint32_t theirs = r.nchunks - split_take(s, p, &r, do_write, &st);
+    uint32_t theirs =
+        r.nchunks - split_take(s, p, &r, do_write, local, nlocal, remote, nremote, &st);
     /* p copies on its own CPU (no split when oversubscribed): spin. */
     while (xp_load_acquire(&sp->done) != theirs) {
         if (peer_gone(p)) {
@@ -813,12 +875,20 @@ static int split_copy(shm_tl_t *s, int rank, int do_write, const struct iovec *l
     return 0;
 }
 
-/* Worth sharing with the peer: one large contiguous buffer on each side. */
-static int split_fits(const shm_tl_t *s, const struct iovec *local, int nlocal,
-                      const struct iovec *remote, int nremote)
+/* Bytes of a transfer worth sharing with the peer (large, a few segments
+ * on each side, equal totals); 0 otherwise. */
+static size_t split_fits(const shm_tl_t *s, const struct iovec *local, int nlocal,
+                         const struct iovec *remote, int nremote)
 {
-    return s->split_min && nlocal == 1 && nremote == 1 && local->iov_len >= s->split_min &&
-           local->iov_len == remote->iov_len && local->iov_len / s->split_chunk < UINT32_MAX - 1;
+    size_t n = 0, m = 0;
+    if (!s->split_min || nlocal < 1 || nremote < 1 || nlocal > (int)SPLIT_MAX_IOV ||
+        nremote > (int)SPLIT_MAX_IOV)
+        return 0;
+    for (int i = 0; i < nlocal; i++)
+        n += local[i].iov_len;
+    for (int i = 0; i < nremote; i++)
+        m += remote[i].iov_len;
+    return n >= s->split_min && n == m && n / SPLIT_MIN_CHUNK < UINT32_MAX - 1 ? n : 0;
 }
 
 static xp_status_t shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
@@ -836,8 +906,8 @@ static xp_status_t shm_rma(shm_tl_t *s, int rank, int do_write, const struct iov
     if (xp_load_relaxed(&p->dead))
         return XP_ERR_PEER_DEAD;
     xp_status_t st;
-    if (!split_fits(s, local, nlocal, remote, nremote) ||
-        split_copy(s, rank, do_write, local, remote, &st) != 0)
+    size_t n = split_fits(s, local, nlocal, remote, nremote);
+    if (!n || split_copy(s, rank, do_write, n, local, nlocal, remote, nremote, &st) != 0)
         st = xp_cma_copy(p->pid, do_write, local, nlocal, remote, nremote);
     if (st == XP_ERR_PEER_DEAD)
         xp_store_relaxed(&p->dead, 1);
