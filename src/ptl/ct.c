@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptl/engine.h"
 #include "ptl/eq.h"
 #include "ptl/progress.h"
 #include "ptl/triggered.h"
@@ -16,7 +17,9 @@
 struct xp_ct {
     ptl_handle_ct_t handle;  /* live handle; 0 once freed (atomic) */
     xp_ni_t *ni;
-    uint64_t success;        /* atomic */
+    uint64_t success;        /* atomic; the count is success + polled */
+    uint64_t polled;         /* successes counted by the poll-lock holder (plain stores) */
+    int trig_seen;           /* a triggered operation was ever posted here */
     uint64_t failure;        /* atomic */
     uint64_t wake_at;        /* lowest success count a waiter waits for (UINT64_MAX: none) */
     int lock_ready;          /* the mutex survives reuse of the slot */
@@ -52,11 +55,26 @@ xp_ni_t *xp_ct_ni(const xp_ct_t *ct)
     return ct->ni;
 }
 
+/* The packet handler counts successes into `polled` with a plain store (it
+ * is the only writer: it holds the poll lock), so a message costs no locked
+ * instruction for its counter; every other update (PtlCTInc, PtlCTSet,
+ * failures, counting by threads that do not poll) changes `success`
+ * atomically, and PtlCTSet stores the new value minus `polled`. A reader
+ * takes `polled` between two equal reads of `success`: the sum is then the
+ * count at the moment it read `polled`. */
 ptl_ct_event_t xp_ct_read(const xp_ct_t *ct)
 {
     ptl_ct_event_t ev;
+    uint64_t s = __atomic_load_n(&ct->success, __ATOMIC_ACQUIRE), p;
 
-    ev.success = __atomic_load_n(&ct->success, __ATOMIC_ACQUIRE);
+    for (;;) {
+        p = __atomic_load_n(&ct->polled, __ATOMIC_ACQUIRE);
+        uint64_t again = __atomic_load_n(&ct->success, __ATOMIC_ACQUIRE);
+        if (again == s)
+            break;
+        s = again;
+    }
+    ev.success = s + p;
     ev.failure = __atomic_load_n(&ct->failure, __ATOMIC_ACQUIRE);
     return ev;
 }
@@ -108,9 +126,16 @@ static int wake_due(xp_ct_t *ct)
 static void wait_register(xp_ct_t *ct, uint64_t test)
 {
     uint64_t at = __atomic_load_n(&ct->wake_at, __ATOMIC_SEQ_CST);
-    while (at > test && !__atomic_compare_exchange_n(&ct->wake_at, &at, test, 0,
-                                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-        ;
+    while (at > test) {
+        if (__atomic_compare_exchange_n(&ct->wake_at, &at, test, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+            /* The handler stores `polled` and then loads wake_at with only
+             * a compiler barrier between (count_polled): the heavy side of
+             * that handshake is here, once per registration. */
+            xp_ptl_heavy_fence();
+            return;
+        }
+    }
 }
 
 /* After a counter change: issue what became ready, wake waiters whose
@@ -136,9 +161,27 @@ static void after_update(xp_ct_t *ct, int all)
         xp_ptl_notify();
 }
 
+/* A success counted by the poll-lock holder, without a locked instruction.
+ * The loads after the store (trig_head, wake_at) are one side of two
+ * handshakes whose other sides run the heavy fence: wait_register, and
+ * the first xp_ct_post_trig on this CT (trig_seen). Once trig_seen is set
+ * the store-load order here needs a real fence: a poster that skipped its
+ * heavy fence relies on it. */
+static void count_polled(xp_ct_t *ct, uint64_t success)
+{
+    uint64_t p = __atomic_load_n(&ct->polled, __ATOMIC_RELAXED);
+    __atomic_store_n(&ct->polled, p + success, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&ct->trig_seen, __ATOMIC_RELAXED))
+        xp_fence();
+    else
+        xp_ptl_light_fence();
+}
+
 void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
 {
-    if (success)
+    if (success && !failure && xp_ptl_polling())
+        count_polled(ct, success);
+    else if (success)
         __atomic_add_fetch(&ct->success, success, __ATOMIC_SEQ_CST);
     if (failure)
         __atomic_add_fetch(&ct->failure, failure, __ATOMIC_SEQ_CST);
@@ -147,7 +190,10 @@ void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
 
 void xp_ct_set(xp_ct_t *ct, ptl_ct_event_t value)
 {
-    __atomic_store_n(&ct->success, value.success, __ATOMIC_SEQ_CST);
+    /* A handler's increment after the load of `polled` counts on top of
+     * the new value, as if it came after the set. */
+    __atomic_store_n(&ct->success, value.success - __atomic_load_n(&ct->polled, __ATOMIC_ACQUIRE),
+                     __ATOMIC_SEQ_CST);
     __atomic_store_n(&ct->failure, value.failure, __ATOMIC_SEQ_CST);
     after_update(ct, 1);
 }
@@ -181,6 +227,13 @@ xp_status_t xp_ct_post_trig(ptl_handle_ct_t trig_ct_handle, xp_trig_t *t)
 
     if (!ct || ct->ni != t->ni)
         return XP_ERR_INVALID;
+    /* Handlers count without a fence until they see trig_seen; the heavy
+     * fence makes every such count visible before take_ready reads it, and
+     * every later count fences (count_polled). */
+    if (!__atomic_load_n(&ct->trig_seen, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&ct->trig_seen, 1, __ATOMIC_SEQ_CST);
+        xp_ptl_heavy_fence();
+    }
     pthread_mutex_lock(&ct->lock);
     if (ct->handle != trig_ct_handle) { /* freed since the lookup */
         pthread_mutex_unlock(&ct->lock);
@@ -339,6 +392,7 @@ int PtlCTAlloc(ptl_handle_ni_t ni_handle, ptl_handle_ct_t *ct_handle)
     pthread_mutex_lock(&ct->lock);
     ct->ni = ni;
     __atomic_store_n(&ct->success, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ct->polled, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ct->failure, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ct->wake_at, UINT64_MAX, __ATOMIC_RELAXED);
     /* Atomic: a thread counting through a stale handle of this slot reads

@@ -37,13 +37,17 @@
 #ifndef XP_PTL_ENGINE_H
 #define XP_PTL_ENGINE_H
 
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "portals4.h"
 #include "ptl/handle.h"
 #include "ptl/ni.h"
+#include "transport/transport.h" /* xp_thread_id */
 #include "util/atomic.h"
 #include "util/context.h"
 #include "xportals/status.h"
@@ -135,6 +139,10 @@ typedef struct xp_ptl_state {
     int app_parked;                /* of those, asleep on app_word (thread progress) */
     uint32_t app_word;             /* bumped by xp_ptl_notify while app_parked > 0 */
     uint32_t park_word;            /* progress thread parks here while app threads spin */
+    uintptr_t poll_owner;          /* xp_thread_id() of the thread handling packets in
+                                    * xp_ptl_progress, else 0 */
+    int asym_fence;                /* membarrier registered: xp_ptl_light_fence is a
+                                    * compiler barrier (progress.c) */
     /* deferred answers */
     pthread_mutex_t defer_lock;
     struct xp_deferred *defer_head, *defer_tail;
@@ -163,6 +171,46 @@ static inline xp_ptl_state_t *xp_ptl_state(void)
 {
     xp_ptl_state_t *st = __atomic_load_n(&xp_ctx.ptl, __ATOMIC_ACQUIRE);
     return __builtin_expect(st != NULL, 1) ? st : xp_ptl_state_create();
+}
+
+/* The process state if it exists (no creation: usable by modules that are
+ * unit-tested without the engine, such as ct.c). */
+static inline xp_ptl_state_t *xp_ptl_state_peek(void)
+{
+    return __atomic_load_n(&xp_ctx.ptl, __ATOMIC_ACQUIRE);
+}
+
+/* Whether the caller handles packets in xp_ptl_progress now (holds the poll
+ * lock there): such a thread is the only writer of handler-owned words
+ * (ct.c). Other holders of the poll lock answer no. */
+static inline int xp_ptl_polling(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    return st && __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) == xp_thread_id();
+}
+
+/* Handshakes between the packet handler and application threads (pt.h,
+ * ct.c) put the expensive fence on the application's side: the handler's
+ * xp_ptl_light_fence is a compiler barrier once PtlInit registered the
+ * private expedited membarrier (asym_fence), which xp_ptl_heavy_fence then
+ * issues (every running thread of this process passes a full fence);
+ * without it both are full fences. */
+static inline void xp_ptl_light_fence(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    if (__builtin_expect(st && __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), 1))
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    else
+        xp_fence();
+}
+
+static inline void xp_ptl_heavy_fence(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    xp_fence();
+    /* Cannot fail once registered (membarrier(2)). */
+    if (st && __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED))
+        (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
 
 /* The packet handler (registered with xp_tl_init). */

@@ -60,12 +60,14 @@ int xp_ptl_progress(void)
         return 0;
     if (pthread_mutex_trylock(&st->poll_lock) != 0)
         return 0;
+    __atomic_store_n(&st->poll_owner, xp_thread_id(), __ATOMIC_RELAXED);
     n = xp_tl_progress();
     int left = deferred(st);
     if (left) {
         xp_eng_flush_deferred();
         left = deferred(st);
     }
+    __atomic_store_n(&st->poll_owner, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&st->poll_lock);
     /* Answers still queued (a peer's ring is full): wake a sleeper of this
      * process (the progress thread) to retry them. Sleepers look at
@@ -285,6 +287,16 @@ check:
     return rc;
 }
 
+/* Once per process (PtlInit): private expedited membarrier, which only
+ * interrupts CPUs that run a thread of this process (engine.h). */
+static int asym_fence_register(void)
+{
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        return 0;
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
 /* ---------------------------------------------------------------- progress thread */
 
 /* The progress thread's reasons to wake, queued answers aside. */
@@ -358,6 +370,9 @@ xp_status_t xp_ptl_progress_start(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     int err;
+    /* Before any NI exists, so no handler runs yet: handlers read it. */
+    if (!st->asym_fence)
+        __atomic_store_n(&st->asym_fence, asym_fence_register(), __ATOMIC_SEQ_CST);
     if (xp_config()->progress != 0) { /* "inline" */
         __atomic_store_n(&xp_ctx.runtime_wait_hook, runtime_wait_hook, __ATOMIC_RELEASE);
         return XP_OK;

@@ -1,4 +1,5 @@
 /* ptl/pt.c - portal table entries and LE/ME lists (append, unlink, search). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,14 +11,74 @@
 #include "ptl/triggered.h"
 #include "util/log.h"
 
+/* Wait for the other side of the PT handshake: it holds the PT for a
+ * message or a list call, but may have been preempted by us (xprun binds a
+ * rank's threads to one CPU), so give the CPU away after a short spin. */
+static void pt_backoff(unsigned *spins)
+{
+    if (++*spins < 128)
+        xp_cpu_relax();
+    else
+        sched_yield();
+}
+
+void xp_pt_lock(xp_pt_t *pt)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    unsigned spins = 0;
+    pthread_mutex_lock(&pt->lock);
+    if (pthread_mutex_trylock(&st->poll_lock) == 0) {
+        pt->via_poll = 1;
+        return;
+    }
+    /* The poll lock is busy (a handler runs, or this very thread holds it
+     * further up, e.g. a triggered append issued from a handler). */
+    pt->via_poll = 0;
+    __atomic_store_n(&pt->app_busy, 1, __ATOMIC_RELAXED);
+    xp_ptl_heavy_fence();
+    while (__atomic_load_n(&pt->handler_in, __ATOMIC_ACQUIRE))
+        pt_backoff(&spins);
+}
+
+void xp_pt_unlock(xp_pt_t *pt)
+{
+    if (pt->via_poll)
+        pthread_mutex_unlock(&xp_ptl_state()->poll_lock);
+    else
+        __atomic_store_n(&pt->app_busy, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&pt->lock);
+}
+
 xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index)
 {
     if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
         return NULL;
     xp_pt_t *pt = &ni->pt[pt_index];
-    pthread_mutex_lock(&pt->lock);
+    xp_pt_lock(pt);
     if (!pt->allocated) {
-        pthread_mutex_unlock(&pt->lock);
+        xp_pt_unlock(pt);
+        return NULL;
+    }
+    return pt;
+}
+
+xp_pt_t *xp_pt_enter(xp_ni_t *ni, ptl_pt_index_t pt_index)
+{
+    if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
+        return NULL;
+    xp_pt_t *pt = &ni->pt[pt_index];
+    unsigned spins = 0;
+    for (;;) {
+        __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
+        xp_ptl_light_fence();
+        if (!__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
+            break;
+        xp_pt_leave(pt);
+        while (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
+            pt_backoff(&spins);
+    }
+    if (!pt->allocated) {
+        xp_pt_leave(pt);
         return NULL;
     }
     return pt;
@@ -89,10 +150,10 @@ int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handle_eq_t 
         }
     }
     xp_pt_t *pt = &ni->pt[idx];
-    pthread_mutex_lock(&pt->lock);
+    xp_pt_lock(pt);
     if (!pt->table_ready) {
         if (xp_match_table_init(&pt->table) != XP_OK) {
-            pthread_mutex_unlock(&pt->lock);
+            xp_pt_unlock(pt);
             rc = PTL_NO_SPACE;
             goto out;
         }
@@ -103,7 +164,7 @@ int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handle_eq_t 
     pt->eq_handle = eq_handle;
     pt->enabled = 1;
     pt->allocated = 1;
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     *pt_index = idx;
 out:
     xp_ni_unlock(ni);
@@ -135,7 +196,7 @@ int PtlPTFree(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index)
         return PTL_ARG_INVALID;
     }
     if (xp_match_count(&pt->table, XP_MATCH_PRIORITY) || xp_match_count(&pt->table, XP_MATCH_OVERFLOW)) {
-        pthread_mutex_unlock(&pt->lock);
+        xp_pt_unlock(pt);
         xp_ni_unlock(ni);
         return PTL_IN_USE;
     }
@@ -143,7 +204,7 @@ int PtlPTFree(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index)
     pt->allocated = 0;
     pt->enabled = 0;
     pt->eq = NULL;
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     xp_ni_unlock(ni);
     return PTL_OK;
 }
@@ -164,7 +225,7 @@ static int pt_set_enabled(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, in
     if (!pt)
         return PTL_ARG_INVALID;
     pt->enabled = enabled;
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     return PTL_OK;
 }
 
@@ -459,11 +520,11 @@ static int entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
     }
     xp_trig_defer_begin(); /* counting overflow events: see triggered.h */
     entry_link_locked(pt, le, handle_out);
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     xp_trig_defer_end();
     return PTL_OK;
 err_unlock:
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     entry_destroy(le);
     return rc;
 }
@@ -491,7 +552,7 @@ static xp_pt_t *entry_pt_lock(const xp_le_t *le)
 {
     xp_pt_t *pt = &le->ni->pt[le->pt_index];
 
-    pthread_mutex_lock(&pt->lock);
+    xp_pt_lock(pt);
     return pt;
 }
 
@@ -507,7 +568,7 @@ static int entry_unlink(ptl_handle_any_t handle, int is_me)
     pt = entry_pt_lock(le);
     /* Re-check under the PT lock: the handler may have auto-unlinked it. */
     if (xp_handle_lookup(entry_table(is_me), handle) != le) {
-        pthread_mutex_unlock(&pt->lock);
+        xp_pt_unlock(pt);
         return PTL_ARG_INVALID;
     }
     if (le->trig_state == XP_LE_PENDING) {
@@ -518,7 +579,7 @@ static int entry_unlink(ptl_handle_any_t handle, int is_me)
     } else {
         xp_le_unlink_locked(pt, le, 0);
     }
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     return PTL_OK;
 }
 
@@ -561,7 +622,7 @@ static int pending_link(void *arg)
         le->trig_state = XP_LE_LIVE;
         entry_link_locked(pt, le, &handle);
     }
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     return PTL_OK; /* a failure is reported above */
 }
 
@@ -583,7 +644,7 @@ static void pending_drop(void *arg, int release_ni)
         free(le);
     else
         le_free(le);
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
 }
 
 static int trig_entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index,
@@ -611,7 +672,7 @@ static int trig_entry_append(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index,
         entry_destroy(le);
         return PTL_ARG_INVALID;
     }
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     /* Pending before the handle exists, so that an unlink never sees it
      * as linked. */
     le->trig_state = XP_LE_PENDING;
@@ -751,7 +812,7 @@ static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
         ev.ni_fail_type = PTL_NI_NO_MATCH;
         xp_pt_post_event(pt, &ev);
     }
-    pthread_mutex_unlock(&pt->lock);
+    xp_pt_unlock(pt);
     xp_trig_defer_end();
     return PTL_OK;
 }
@@ -777,7 +838,7 @@ void xp_pt_fini_all(xp_ni_t *ni)
 {
     for (int i = 0; i <= ni->limits.max_pt_index; i++) {
         xp_pt_t *pt = &ni->pt[i];
-        pthread_mutex_lock(&pt->lock);
+        xp_pt_lock(pt);
         if (pt->table_ready) {
             for (int l = 0; l < XP_MATCH_NLISTS; l++) {
                 xp_match_entry_t *e;
@@ -789,6 +850,6 @@ void xp_pt_fini_all(xp_ni_t *ni)
             pt->table_ready = 0;
         }
         pt->allocated = 0;
-        pthread_mutex_unlock(&pt->lock);
+        xp_pt_unlock(pt);
     }
 }

@@ -12,8 +12,21 @@
 struct xp_ct;
 struct xp_eq;
 
+/* The PT lock. The packet handler always runs with the poll lock held
+ * (progress.c), so it only has to keep out application threads: it marks
+ * itself inside the PT with a plain store (xp_pt_enter), and an application
+ * thread either takes the poll lock too (no handler can run) or, when that
+ * is busy, announces itself in app_busy and waits until no handler is
+ * inside; the two sides are a Dekker handshake whose expensive fence is on
+ * the application's side (xp_ptl_heavy_fence). So an arriving message takes
+ * no locked instruction for its PT, where a mutex took two (and each waited
+ * for the ring stores before it). Application threads exclude each other
+ * with `lock`. */
 typedef struct xp_pt {
-    pthread_mutex_t lock;   /* lists, unexpected headers, enable state */
+    pthread_mutex_t lock;   /* application threads (xp_pt_get .. xp_pt_unlock) */
+    int handler_in;         /* the packet handler is inside (xp_pt_enter .. xp_pt_leave) */
+    int app_busy;           /* an application thread is inside without the poll lock */
+    int via_poll;           /* the lock holder took the poll lock (under `lock`) */
     int allocated;
     int enabled;
     unsigned int options;
@@ -65,8 +78,19 @@ typedef struct xp_uh {
     xp_le_t *owner;       /* the overflow entry holding the data (uh_refs) */
 } xp_uh_t;
 
-/* Lock the PT (pt_index valid and allocated) or return NULL. */
+/* Application threads: lock the PT (pt_index valid and allocated) or
+ * return NULL; xp_pt_unlock releases it. */
 xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index);
+/* Lock the PT whether or not it is allocated (pt_index valid). */
+void xp_pt_lock(xp_pt_t *pt);
+void xp_pt_unlock(xp_pt_t *pt);
+/* The packet handler (the caller holds the poll lock): xp_pt_get's
+ * counterpart, released with xp_pt_leave. */
+xp_pt_t *xp_pt_enter(xp_ni_t *ni, ptl_pt_index_t pt_index);
+static inline void xp_pt_leave(xp_pt_t *pt)
+{
+    __atomic_store_n(&pt->handler_in, 0, __ATOMIC_RELEASE);
+}
 /* The source id the match module uses for job rank `rank` on ni. */
 uint64_t xp_pt_source_of(xp_ni_t *ni, int rank);
 /* Unlink le (PT lock held) and free it; emits AUTO_UNLINK if `auto_event`. */

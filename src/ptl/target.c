@@ -527,7 +527,7 @@ static void handle_request(int src, const xp_pkt_t *h, const void *payload, size
         reject(&r, PTL_NI_DROPPED, PTL_SR_DROP_COUNT);
         return;
     }
-    r.pt = xp_pt_get(r.ni, h->pt_index);
+    r.pt = xp_pt_enter(r.ni, h->pt_index);
     if (!r.pt) {
         reject(&r, PTL_NI_DROPPED, PTL_SR_DROP_COUNT);
         return;
@@ -586,7 +586,7 @@ static void handle_request(int src, const xp_pkt_t *h, const void *payload, size
          r.le->region.length - r.le->local_offset < r.le->min_free))
         xp_le_unlink_locked(r.pt, r.le, 1);
 out:
-    pthread_mutex_unlock(&r.pt->lock);
+    xp_pt_leave(r.pt);
     xp_trig_defer_end();
 }
 
