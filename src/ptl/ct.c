@@ -109,11 +109,13 @@ static xp_trig_t *take_ready(xp_ct_t *ct)
  * puts wake per acknowledgement and take the CPU from the progress thread. */
 static int wake_due(xp_ct_t *ct)
 {
-    ptl_ct_event_t ev = xp_ct_read(ct);
-    if (ev.failure)
-        return 1;
     uint64_t at = __atomic_load_n(&ct->wake_at, __ATOMIC_SEQ_CST);
-    while (at <= ev.success)
+    if (__atomic_load_n(&ct->failure, __ATOMIC_ACQUIRE))
+        return 1;
+    if (at == UINT64_MAX) /* nobody sleeps on it: the usual case */
+        return 0;
+    uint64_t success = xp_ct_read(ct).success;
+    while (at <= success)
         if (__atomic_compare_exchange_n(&ct->wake_at, &at, UINT64_MAX, 0, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST))
             return 1;
@@ -167,20 +169,23 @@ static void after_update(xp_ct_t *ct, int all)
  * the first xp_ct_post_trig on this CT (trig_seen). Once trig_seen is set
  * the store-load order here needs a real fence: a poster that skipped its
  * heavy fence relies on it. */
-static void count_polled(xp_ct_t *ct, uint64_t success)
+static void count_polled(xp_ct_t *ct, uint64_t success, int asym_fence)
 {
     uint64_t p = __atomic_load_n(&ct->polled, __ATOMIC_RELAXED);
     __atomic_store_n(&ct->polled, p + success, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&ct->trig_seen, __ATOMIC_RELAXED))
+    if (!asym_fence || __atomic_load_n(&ct->trig_seen, __ATOMIC_RELAXED))
         xp_fence();
     else
-        xp_ptl_light_fence();
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* xp_ptl_light_fence */
 }
 
 void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
 {
-    if (success && !failure && xp_ptl_polling())
-        count_polled(ct, success);
+    const xp_ptl_state_t *st = xp_ptl_state_peek();
+    /* xp_ptl_polling() and xp_ptl_light_fence() on one load of the state */
+    if (success && !failure && st &&
+        __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) == xp_thread_id())
+        count_polled(ct, success, __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED));
     else if (success)
         __atomic_add_fetch(&ct->success, success, __ATOMIC_SEQ_CST);
     if (failure)

@@ -62,21 +62,17 @@ xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index)
     return pt;
 }
 
-xp_pt_t *xp_pt_enter(xp_ni_t *ni, ptl_pt_index_t pt_index)
+/* xp_pt_enter found an application thread inside: wait for it, retry. */
+xp_pt_t *xp_pt_enter_slow(xp_pt_t *pt)
 {
-    if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
-        return NULL;
-    xp_pt_t *pt = &ni->pt[pt_index];
     unsigned spins = 0;
-    for (;;) {
-        __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
-        xp_ptl_light_fence();
-        if (!__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
-            break;
+    do {
         xp_pt_leave(pt);
         while (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
             pt_backoff(&spins);
-    }
+        __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
+        xp_ptl_light_fence();
+    } while (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE));
     if (!pt->allocated) {
         xp_pt_leave(pt);
         return NULL;

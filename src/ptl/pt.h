@@ -6,6 +6,7 @@
 
 #include "portals4.h"
 #include "ptl/match.h"
+#include "ptl/engine.h" /* xp_ptl_light_fence */
 #include "ptl/md.h"
 #include "ptl/ni.h"
 
@@ -86,10 +87,21 @@ void xp_pt_lock(xp_pt_t *pt);
 void xp_pt_unlock(xp_pt_t *pt);
 /* The packet handler (the caller holds the poll lock): xp_pt_get's
  * counterpart, released with xp_pt_leave. */
-xp_pt_t *xp_pt_enter(xp_ni_t *ni, ptl_pt_index_t pt_index);
 static inline void xp_pt_leave(xp_pt_t *pt)
 {
     __atomic_store_n(&pt->handler_in, 0, __ATOMIC_RELEASE);
+}
+xp_pt_t *xp_pt_enter_slow(xp_pt_t *pt);
+static inline xp_pt_t *xp_pt_enter(xp_ni_t *ni, ptl_pt_index_t pt_index)
+{
+    if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
+        return NULL;
+    xp_pt_t *pt = &ni->pt[pt_index];
+    __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
+    xp_ptl_light_fence();
+    if (__builtin_expect(__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE) || !pt->allocated, 0))
+        return xp_pt_enter_slow(pt);
+    return pt;
 }
 /* The source id the match module uses for job rank `rank` on ni. */
 uint64_t xp_pt_source_of(xp_ni_t *ni, int rank);
