@@ -134,6 +134,7 @@ typedef struct xp_ptl_state {
     uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
     uint32_t user_abort_gen;       /* bumped by PtlAbort (before abort_gen) */
     int active_waiters;            /* app threads spinning in xp_ptl_wait_until */
+    uint32_t active_phases;        /* active phases begun (plain increments: progress.c) */
     int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
     int app_db_sleepers;           /* of those, asleep on the doorbell (no progress thread) */
     int app_parked;                /* of those, asleep on app_word (thread progress) */

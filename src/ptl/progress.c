@@ -16,11 +16,14 @@
  * - Only the thread holding poll_lock runs handlers. A poller that loses the
  *   trylock does not sleep while xp_tl_pending(): a packet that arrived when
  *   nobody slept rang nobody, and the holder may return without it.
- * - The progress thread parks (futex on park_word) only while an
- *   application thread spins actively and polls for it; the park is bounded
- *   by PARK_NS, so the hand-back when that waiter returns needs no wake-up
- *   (one that goes to sleep on app_word wakes it: end_active). Its doorbell sleep looks at the inbox, active_waiters,
- *   defer_count and progress_stop; PtlFini rings the doorbell directly.
+ * - The progress thread parks (futex on park_word) while an application
+ *   thread spins actively and polls for it, or has begun to since the
+ *   previous park (between two waits: app_active); the park is bounded by
+ *   PARK_NS, so the hand-back when that waiter returns needs no wake-up (one
+ *   that goes to sleep on app_word wakes it: end_active, which app_active
+ *   notices even when the progress thread was not parked). Its doorbell
+ *   sleep looks at the inbox, active_waiters, defer_count and progress_stop;
+ *   PtlFini rings the doorbell directly.
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,6 +44,9 @@
  * doorbell when that peer drains it: a thread that would sleep while some
  * are queued sleeps at most this long, then retries them. */
 #define DEFER_RETRY_NS 50000ull
+/* Active phases per PARK_NS above which the application threads count as
+ * living in waits (app_active): gaps between waits average < ~16 us. */
+#define BUSY_PHASES 64u
 /* Spins of an active waiter that sees packets pending and not taken
  * (another thread holds the poll lock) before it goes to sleep. */
 #define BUSY_SPINS 64
@@ -239,6 +245,10 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
         return XP_OK;
     /* Active phase: this thread polls; the progress thread parks. */
     __atomic_add_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    /* Not a locked add: the progress thread only asks whether it changed,
+     * and two threads' racing increments still change it (app_active). */
+    __atomic_store_n(&st->active_phases, __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
     for (long i = 0; i < spins; i++) {
         if (wait_pred(&w))
             goto done_active;
@@ -315,13 +325,37 @@ static int thread_pred(void *arg)
     return thread_retry_pred(arg) || deferred(arg);
 }
 
+/* Whether the progress thread should (stay) parked: an application thread
+ * spins now, or application threads began at least BUSY_PHASES active
+ * phases since the last look (*phases) and none handed polling over since
+ * (end_active bumps park_word, `seen`, last looked at in *handoffs): they
+ * spend their time in waits and are between two of them, e.g. in the
+ * PtlPut of a ping-pong, and will poll again within microseconds. A timed
+ * wake-up that found one there used to poll, spin before a doorbell sleep
+ * and make peers ring, all on the CPU the application thread needs (xprun
+ * binds both to one): ~300 us per wake-up, 3-5 % of an 8 B ping-pong. A
+ * thread that waits rarely (computes between waits: peers' requests must
+ * not wait for its next wait) or left is served from the next timed
+ * wake-up on (<= 2 PARK_NS). */
+static int app_active(xp_ptl_state_t *st, uint32_t seen, uint32_t *phases, uint32_t *handoffs)
+{
+    int active = __atomic_load_n(&st->active_waiters, __ATOMIC_SEQ_CST);
+    uint32_t began = __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED);
+    int recent = began - *phases >= BUSY_PHASES && seen == *handoffs;
+    *phases = began;
+    *handoffs = seen;
+    return active != 0 || recent;
+}
+
 static void *progress_main(void *arg)
 {
     xp_ptl_state_t *st = arg;
+    uint32_t phases = __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED);
+    uint32_t handoffs = __atomic_load_n(&st->park_word, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE)) {
         /* Read before active_waiters, so end_active's bump is not missed. */
         uint32_t seen = __atomic_load_n(&st->park_word, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&st->active_waiters, __ATOMIC_SEQ_CST)) {
+        if (app_active(st, seen, &phases, &handoffs)) {
             xp_futex_wait(&st->park_word, seen, PARK_NS);
             continue;
         }
