@@ -22,18 +22,37 @@ static void pt_backoff(unsigned *spins)
         sched_yield();
 }
 
+/* The handler's side of the handshake, whether or not the PT is allocated. */
+static void enter_as_handler(xp_pt_t *pt)
+{
+    unsigned spins = 0;
+    for (;;) {
+        __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
+        xp_ptl_light_fence();
+        if (!__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
+            return;
+        xp_pt_leave(pt);
+        while (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
+            pt_backoff(&spins);
+    }
+}
+
 void xp_pt_lock(xp_pt_t *pt)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     unsigned spins = 0;
-    pthread_mutex_lock(&pt->lock);
+    /* With the poll lock no handler runs and no other thread holding it is
+     * inside: only application threads of the other kind below can be, and
+     * they are kept out as a handler keeps them out (two locked
+     * instructions in all, as the PT mutex alone took before). */
     if (pthread_mutex_trylock(&st->poll_lock) == 0) {
-        pt->via_poll = 1;
+        enter_as_handler(pt);
+        pt->poll_holder = xp_thread_id();
         return;
     }
     /* The poll lock is busy (a handler runs, or this very thread holds it
      * further up, e.g. a triggered append issued from a handler). */
-    pt->via_poll = 0;
+    pthread_mutex_lock(&pt->lock);
     __atomic_store_n(&pt->app_busy, 1, __ATOMIC_RELAXED);
     xp_ptl_heavy_fence();
     while (__atomic_load_n(&pt->handler_in, __ATOMIC_ACQUIRE))
@@ -42,10 +61,15 @@ void xp_pt_lock(xp_pt_t *pt)
 
 void xp_pt_unlock(xp_pt_t *pt)
 {
-    if (pt->via_poll)
+    /* Only the holder inside sets poll_holder, and clears it before it
+     * leaves: another thread inside now reads 0. */
+    if (pt->poll_holder == xp_thread_id()) {
+        pt->poll_holder = 0;
+        xp_pt_leave(pt);
         pthread_mutex_unlock(&xp_ptl_state()->poll_lock);
-    else
-        __atomic_store_n(&pt->app_busy, 0, __ATOMIC_RELEASE);
+        return;
+    }
+    __atomic_store_n(&pt->app_busy, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&pt->lock);
 }
 
@@ -65,14 +89,10 @@ xp_pt_t *xp_pt_get(xp_ni_t *ni, ptl_pt_index_t pt_index)
 /* xp_pt_enter found an application thread inside: wait for it, retry. */
 xp_pt_t *xp_pt_enter_slow(xp_pt_t *pt)
 {
-    unsigned spins = 0;
-    do {
+    if (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE)) {
         xp_pt_leave(pt);
-        while (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
-            pt_backoff(&spins);
-        __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
-        xp_ptl_light_fence();
-    } while (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE));
+        enter_as_handler(pt);
+    }
     if (!pt->allocated) {
         xp_pt_leave(pt);
         return NULL;

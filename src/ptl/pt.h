@@ -21,13 +21,16 @@ struct xp_eq;
  * inside; the two sides are a Dekker handshake whose expensive fence is on
  * the application's side (xp_ptl_heavy_fence). So an arriving message takes
  * no locked instruction for its PT, where a mutex took two (and each waited
- * for the ring stores before it). Application threads exclude each other
- * with `lock`. */
+ * for the ring stores before it). An application thread that got the poll
+ * lock enters as the handler does; the others exclude each other with
+ * `lock`. */
 typedef struct xp_pt {
-    pthread_mutex_t lock;   /* application threads (xp_pt_get .. xp_pt_unlock) */
-    int handler_in;         /* the packet handler is inside (xp_pt_enter .. xp_pt_leave) */
+    pthread_mutex_t lock;   /* application threads without the poll lock */
+    int handler_in;         /* the packet handler, or an application thread holding
+                             * the poll lock, is inside (xp_pt_enter .. xp_pt_leave) */
     int app_busy;           /* an application thread is inside without the poll lock */
-    int via_poll;           /* the lock holder took the poll lock (under `lock`) */
+    uintptr_t poll_holder;  /* xp_thread_id() of the application thread inside with
+                             * the poll lock, else 0 */
     int allocated;
     int enabled;
     unsigned int options;
