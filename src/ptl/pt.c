@@ -29,8 +29,10 @@ static void enter_as_handler(xp_pt_t *pt)
     for (;;) {
         __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
         xp_ptl_light_fence();
-        if (!__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE)) {
+            xp_pt_tsan_entered(pt);
             return;
+        }
         xp_pt_leave(pt);
         while (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE))
             pt_backoff(&spins);
@@ -57,6 +59,7 @@ void xp_pt_lock(xp_pt_t *pt)
     xp_ptl_heavy_fence();
     while (__atomic_load_n(&pt->handler_in, __ATOMIC_ACQUIRE))
         pt_backoff(&spins);
+    xp_pt_tsan_entered(pt);
 }
 
 void xp_pt_unlock(xp_pt_t *pt)
@@ -69,6 +72,9 @@ void xp_pt_unlock(xp_pt_t *pt)
         pthread_mutex_unlock(&xp_ptl_state()->poll_lock);
         return;
     }
+#if XP_TSAN
+    __tsan_release(pt);
+#endif
     __atomic_store_n(&pt->app_busy, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&pt->lock);
 }
@@ -92,6 +98,8 @@ xp_pt_t *xp_pt_enter_slow(xp_pt_t *pt)
     if (__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE)) {
         xp_pt_leave(pt);
         enter_as_handler(pt);
+    } else {
+        xp_pt_tsan_entered(pt);
     }
     if (!pt->allocated) {
         xp_pt_leave(pt);
