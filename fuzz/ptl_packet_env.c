@@ -319,9 +319,9 @@ void xp_fuzz_ptl_deliver(int src, const void *pkt, size_t len)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     /* The transport calls the handler with the poll lock held. */
-    pthread_mutex_lock(&st->poll_lock);
+    xp_poll_lock(st);
     xp_eng_recv(NULL, src, pkt, len);
-    pthread_mutex_unlock(&st->poll_lock);
+    xp_poll_unlock(st);
 }
 
 void xp_fuzz_ptl_feed(const uint8_t *data, size_t size)

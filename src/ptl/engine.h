@@ -120,6 +120,19 @@ void xp_eng_ack_many(int rank, const xp_pkt_t *a);
 
 /* ---------------------------------------------------------------- process state */
 
+/* The poll lock: one thread handles packets at a time (xp_ptl_progress), and
+ * a few other paths keep handlers out while they hold it. Not a pthread
+ * mutex: its unlock is a locked exchange, which waits for the handler's
+ * stores to the sender's ring lines to drain and sat between a handled
+ * packet and the waiter's reply. Here the release is a plain store; a thread
+ * that sleeps for the lock announces itself in `sleepers` and issues the
+ * heavy fence before its last look (the Dekker handshake of xp_pt_enter),
+ * the holder reads `sleepers` after its release with the light fence. */
+typedef struct xp_poll_lock {
+    uint32_t held;     /* 0 free, 1 held (futex word) */
+    uint32_t sleepers; /* threads about to sleep or asleep on `held` */
+} xp_poll_lock_t;
+
 typedef struct xp_ptl_state {
     pthread_mutex_t lock;     /* init/fini and NI slots */
     int init_count;
@@ -130,7 +143,7 @@ typedef struct xp_ptl_state {
     pthread_t progress_thread;
     int progress_running;
     int progress_stop;
-    pthread_mutex_t poll_lock;     /* one thread handles packets at a time */
+    xp_poll_lock_t poll_lock;      /* one thread handles packets at a time (zero: free) */
     uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
     uint32_t user_abort_gen;       /* bumped by PtlAbort (before abort_gen) */
     int active_waiters;            /* app threads spinning in xp_ptl_wait_until */
@@ -212,6 +225,33 @@ static inline void xp_ptl_heavy_fence(void)
     /* Cannot fail once registered (membarrier(2)). */
     if (st && __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED))
         (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
+
+/* Take the poll lock if it is free: 1 on success. Fails also when the
+ * caller holds it already (not recursive). */
+static inline int xp_poll_trylock(xp_ptl_state_t *st)
+{
+    uint32_t free_word = 0;
+    return __atomic_load_n(&st->poll_lock.held, __ATOMIC_RELAXED) == 0 &&
+           __atomic_compare_exchange_n(&st->poll_lock.held, &free_word, 1, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
+/* Take the poll lock, sleeping while another thread holds it (progress.c). */
+void xp_poll_lock(xp_ptl_state_t *st);
+/* Wake the threads asleep on the poll lock (progress.c). */
+void xp_poll_wake(xp_ptl_state_t *st);
+
+/* Release: a plain store, then the light side of the sleepers' handshake. */
+static inline void xp_poll_unlock(xp_ptl_state_t *st)
+{
+    __atomic_store_n(&st->poll_lock.held, 0, __ATOMIC_RELEASE);
+    if (__builtin_expect(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), 1))
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* xp_ptl_light_fence */
+    else
+        xp_fence();
+    if (__builtin_expect(__atomic_load_n(&st->poll_lock.sleepers, __ATOMIC_RELAXED) != 0, 0))
+        xp_poll_wake(st);
 }
 
 /* The packet handler (registered with xp_tl_init). */

@@ -234,8 +234,8 @@ int PtlMDRelease(ptl_handle_md_t md_handle)
         xp_ptl_progress();
         if (xp_md_pending(m) > 0) {
             xp_ptl_state_t *st = xp_ptl_state();
-            pthread_mutex_lock(&st->poll_lock);
-            pthread_mutex_unlock(&st->poll_lock);
+            xp_poll_lock(st);
+            xp_poll_unlock(st);
             if (xp_md_pending(m) > 0)
                 return PTL_IN_USE;
         }

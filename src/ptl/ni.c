@@ -346,8 +346,8 @@ int PtlNIFini(ptl_handle_ni_t ni_handle)
     /* Unpublish first so the packet handler stops finding it, then wait for
      * a handler that may still be using it (it holds the poll lock). */
     __atomic_store_n(&st->ni[ni->slot], NULL, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&st->poll_lock);
-    pthread_mutex_unlock(&st->poll_lock);
+    xp_poll_lock(st);
+    xp_poll_unlock(st);
     xp_ptl_interrupt();
     xp_ni_destroy(ni);
     pthread_mutex_unlock(&st->lock);

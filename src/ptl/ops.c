@@ -170,11 +170,11 @@ static xp_status_t send_then_event(int rank, const xp_pkt_t *h, const void *payl
 {
     xp_ptl_state_t *st = xp_ptl_state();
     for (;;) {
-        pthread_mutex_lock(&st->poll_lock);
+        xp_poll_lock(st);
         xp_status_t rc = xp_tl_send(rank, h, sizeof(*h), payload, len);
         if (rc == XP_OK)
             event(arg);
-        pthread_mutex_unlock(&st->poll_lock);
+        xp_poll_unlock(st);
         if (rc != XP_ERR_AGAIN)
             return rc;
         xp_ptl_progress();

@@ -64,7 +64,7 @@ int xp_ptl_progress(void)
      * so an idle poll is a few loads and no locked instruction. */
     if (!xp_tl_pending() && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
         return 0;
-    if (pthread_mutex_trylock(&st->poll_lock) != 0)
+    if (!xp_poll_trylock(st))
         return 0;
     __atomic_store_n(&st->poll_owner, xp_thread_id(), __ATOMIC_RELAXED);
     n = xp_tl_progress();
@@ -74,13 +74,43 @@ int xp_ptl_progress(void)
         left = deferred(st);
     }
     __atomic_store_n(&st->poll_owner, 0, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&st->poll_lock);
+    xp_poll_unlock(st);
     /* Answers still queued (a peer's ring is full): wake a sleeper of this
      * process (the progress thread) to retry them. Sleepers look at
      * defer_count after announcing themselves, so this cannot miss one. */
     if (left)
         xp_ptl_notify();
     return n;
+}
+
+/* Spins before a thread that wants the poll lock goes to sleep for it: the
+ * holder is usually in a short handler, but often on this very CPU (xprun
+ * binds a rank's threads to one), so do not spin long. */
+#define POLL_LOCK_SPINS 64
+
+void xp_poll_lock(xp_ptl_state_t *st)
+{
+    xp_poll_lock_t *l = &st->poll_lock;
+    for (int i = 0; i < POLL_LOCK_SPINS; i++) {
+        if (xp_poll_trylock(st))
+            return;
+        xp_cpu_relax();
+    }
+    while (!xp_poll_trylock(st)) {
+        /* Announce, fence, look: either the holder's release is visible
+         * now, or its look at `sleepers` after the release sees us and
+         * wakes us (xp_poll_unlock); the futex re-checks `held` itself. */
+        __atomic_add_fetch(&l->sleepers, 1, __ATOMIC_SEQ_CST);
+        xp_ptl_heavy_fence();
+        if (__atomic_load_n(&l->held, __ATOMIC_ACQUIRE) != 0)
+            xp_futex_wait(&l->held, 1, UINT64_MAX);
+        __atomic_sub_fetch(&l->sleepers, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+void xp_poll_wake(xp_ptl_state_t *st)
+{
+    xp_futex_wake(&st->poll_lock.held, INT_MAX);
 }
 
 /* Called on every CT/EQ update, so it must not write the doorbell's cache
@@ -366,9 +396,8 @@ static void *progress_main(void *arg)
          * lock instead of spinning: xprun binds both threads of a rank to
          * one CPU, and this spin cost a 4 MiB ping-pong 1-2 ms. */
         if (xp_tl_pending()) {
-            if (pthread_mutex_trylock(&st->poll_lock) != 0)
-                pthread_mutex_lock(&st->poll_lock);
-            pthread_mutex_unlock(&st->poll_lock);
+            xp_poll_lock(st);
+            xp_poll_unlock(st);
             continue;
         }
         if (deferred(st)) /* a peer's ring is full: retry soon, without spinning */

@@ -47,7 +47,7 @@ void xp_pt_lock(xp_pt_t *pt)
      * inside: only application threads of the other kind below can be, and
      * they are kept out as a handler keeps them out (two locked
      * instructions in all, as the PT mutex alone took before). */
-    if (pthread_mutex_trylock(&st->poll_lock) == 0) {
+    if (xp_poll_trylock(st)) {
         enter_as_handler(pt);
         pt->poll_holder = xp_thread_id();
         return;
@@ -69,7 +69,7 @@ void xp_pt_unlock(xp_pt_t *pt)
     if (pt->poll_holder == xp_thread_id()) {
         pt->poll_holder = 0;
         xp_pt_leave(pt);
-        pthread_mutex_unlock(&xp_ptl_state()->poll_lock);
+        xp_poll_unlock(xp_ptl_state());
         return;
     }
 #if XP_TSAN
