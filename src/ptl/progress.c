@@ -67,7 +67,7 @@ int xp_ptl_progress(void)
     if (!xp_poll_trylock(st))
         return 0;
     __atomic_store_n(&st->poll_owner, xp_thread_id(), __ATOMIC_RELAXED);
-    n = xp_tl_progress();
+    n = xp_tl_progress_excl();
     int left = deferred(st);
     if (left) {
         xp_eng_flush_deferred();

@@ -747,13 +747,11 @@ static int poll_lane(shm_tl_t *s, xp_shm_ring_t *r, xp_shm_ring_t *gate, int bud
     return n;
 }
 
-static int shm_poll(xp_tl_t *tl, int budget)
+/* The consumer's work, from lane i (first_pending) on; the caller is the
+ * only consumer now. */
+static int poll_from(shm_tl_t *s, int i, int budget)
 {
-    shm_tl_t *s = (shm_tl_t *)tl;
-    int i = first_pending(s), n = 0, nrx = s->nrx, got;
-    if ((i == nrx && !xp_shm_ring_pending(s->inbox) && !lanes_added(s)) ||
-        __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
-        return 0;
+    int n = 0, nrx = s->nrx, got;
     if (lanes_added(s)) {
         add_active_lanes(s);
         nrx = s->nrx;
@@ -768,8 +766,33 @@ static int shm_poll(xp_tl_t *tl, int budget)
         got = xp_shm_ring_poll(s->inbox, budget - n, shm_deliver, s);
         n += got > 0 ? got : 0;
     }
+    return n;
+}
+
+static inline int nothing_pending(shm_tl_t *s, int i)
+{
+    return i == s->nrx && !xp_shm_ring_pending(s->inbox) && !lanes_added(s);
+}
+
+static int shm_poll(xp_tl_t *tl, int budget)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    int i = first_pending(s);
+    if (nothing_pending(s, i) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
+        return 0;
+    int n = poll_from(s, i, budget);
     __atomic_store_n(&s->polling, 0, __ATOMIC_RELEASE);
     return n;
+}
+
+/* The engine's poll (its poll lock held, no other consumer): no trylock.
+ * `polling` stays 0, so a stray xp_tl_progress at the same time would not
+ * be kept out: the engine is the only caller of either in the library. */
+static int shm_poll_excl(xp_tl_t *tl, int budget)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    int i = first_pending(s);
+    return nothing_pending(s, i) ? 0 : poll_from(s, i, budget);
 }
 
 #define HEAP_MAX_IOV 64
@@ -959,6 +982,7 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .reaches = shm_reaches,
     .send = shm_send,
     .poll = shm_poll,
+    .poll_excl = shm_poll_excl,
     .readv = shm_readv,
     .writev = shm_writev,
     .pending = shm_pending,

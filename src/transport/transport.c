@@ -305,6 +305,21 @@ int xp_tl_progress(void)
     return n;
 }
 
+int xp_tl_progress_excl(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!st)
+        return 0;
+    int n = 0;
+    xp_tsan_message_in();
+    for (int i = 0; i < st->nopen; i++) {
+        const xp_tl_ops_t *ops = st->open[i].ops;
+        int (*poll)(xp_tl_t *, int) = OPS_HAS(ops, poll_excl) ? ops->poll_excl : ops->poll;
+        n += poll(st->open[i].tl, TL_POLL_BUDGET);
+    }
+    return n;
+}
+
 int xp_tl_pending(void)
 {
     struct xp_tl_state *st = xp_ctx.tl;

@@ -95,6 +95,11 @@ typedef struct xp_tl_ops {
      * with those of send(). NULL: send() is used. */
     xp_status_t (*send_excl)(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
                              const void *data, size_t data_len);
+    /* Like poll, for the one caller that polls this transport at a time
+     * (the engine, with its poll lock held; nothing else polls at once):
+     * the transport may skip its own consumer trylock, a locked instruction
+     * per poll. NULL: poll() is used. */
+    int (*poll_excl)(xp_tl_t *tl, int budget);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -122,6 +127,11 @@ xp_status_t xp_tl_send_excl(int rank, const void *hdr, size_t hdr_len, const voi
  * Callable from several threads (one polls a given inbox at a time; the others
  * return 0 at once) and from inside the handler (returns 0). */
 int xp_tl_progress(void);
+/* xp_tl_progress for a caller that holds the engine's poll lock while no
+ * other thread polls through xp_tl_progress (the engine is its only user in
+ * the library): the transports skip their consumer trylock. Not from inside
+ * the handler (the engine's trylock already keeps it out). */
+int xp_tl_progress_excl(void);
 /* Nonzero if xp_tl_progress() would deliver something now: the predicate a
  * progress thread gives xp_doorbell_wait(xp_tl_doorbell(), ...). */
 int xp_tl_pending(void);
