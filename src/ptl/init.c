@@ -181,9 +181,11 @@ int PtlAtomicSync(void)
     xp_ptl_state_t *st;
     if (!xp_ptl_initialized())
         return PTL_NO_INIT;
-    /* Atomics are applied by this process's CPU under the atomic lock:
-     * taking it once orders every earlier atomic before the caller's
-     * later host accesses. */
+    /* Atomics are applied by this process's CPU: aligned 1-8 byte elements
+     * with native atomic instructions, the rest under the atomic lock.
+     * Taking the lock once (no locked atomic is half done after it) and a
+     * full fence order every completed atomic before the caller's later
+     * host accesses. */
     st = xp_ptl_state();
     pthread_mutex_lock(&st->atomic_lock);
     xp_fence();

@@ -325,7 +325,11 @@ XP_EXPORT xp_status_t xp_barrier(void)
 {
     struct xp_runtime *rt = rt_get();
     xp_tsan_message_out();
-    return rt ? rt->ops->barrier(rt->boot) : XP_ERR_NOT_INIT;
+    xp_status_t st = rt ? rt->ops->barrier(rt->boot) : XP_ERR_NOT_INIT;
+    /* Leaving a barrier is a message in: whatever the peers did before it,
+     * including their reactions to our threads' packets, came first. */
+    xp_tsan_message_in();
+    return st;
 }
 
 XP_EXPORT void xp_abort(int code, const char *msg)
