@@ -28,6 +28,7 @@
 #include "util/clock.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/tsan.h"
 
 #define SHM_MAX_PACKET (32u * 1024u)
 #define SHM_KV_KEY "xp.tl.shm"
@@ -709,6 +710,10 @@ static void split_help(shm_tl_t *s, int rank, const void *pkt, size_t len)
 static void shm_deliver(void *arg, int src, const void *pkt, size_t len)
 {
     shm_tl_t *s = arg;
+    /* Per packet, not per poll (ThreadSanitizer builds only): one poll may
+     * run long enough to take packets sent in reaction to messages our
+     * other threads sent after it began (util/tsan.h). */
+    xp_tsan_message_in();
     if (src >= 0)
         s->params->recv(s->params->recv_arg, src, pkt, len);
     else
