@@ -56,14 +56,16 @@ static int deferred(const xp_ptl_state_t *st)
     return __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) != 0;
 }
 
-int xp_ptl_progress(void)
+/* xp_ptl_progress, or -1 when nothing was pending (no transport packet, no
+ * queued answer): the spin loop then knows the transports were idle without
+ * asking them a second time. */
+static inline int progress_poll(xp_ptl_state_t *st)
 {
-    xp_ptl_state_t *st = xp_ptl_state();
     int n;
     /* Waiters call this in their spin loop: look before taking the lock,
      * so an idle poll is a few loads and no locked instruction. */
     if (!xp_tl_pending() && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
-        return 0;
+        return -1;
     if (!xp_poll_trylock(st))
         return 0;
     __atomic_store_n(&st->poll_owner, xp_thread_id(), __ATOMIC_RELAXED);
@@ -81,6 +83,12 @@ int xp_ptl_progress(void)
     if (left)
         xp_ptl_notify();
     return n;
+}
+
+int xp_ptl_progress(void)
+{
+    int n = progress_poll(xp_ptl_state());
+    return n < 0 ? 0 : n;
 }
 
 /* Spins before a thread that wants the poll lock goes to sleep for it: the
@@ -161,6 +169,7 @@ typedef struct wait_ctx {
     void *arg;
     uint32_t gen;
     xp_ptl_state_t *st;
+    int idle; /* the last wait_pred's poll found nothing pending */
 } wait_ctx_t;
 
 static int wait_pred(void *arg)
@@ -170,7 +179,7 @@ static int wait_pred(void *arg)
         return 1;
     if (__atomic_load_n(&w->st->abort_gen, __ATOMIC_ACQUIRE) != w->gen)
         return 1;
-    xp_ptl_progress();
+    w->idle = progress_poll(w->st) < 0;
     return w->pred(w->arg);
 }
 
@@ -267,7 +276,7 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
 {
     xp_ptl_state_t *st = xp_ptl_state();
     uint32_t user_gen = __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE);
-    wait_ctx_t w = { pred, arm, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st };
+    wait_ctx_t w = { pred, arm, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st, 0 };
     long spins = xp_tl_spin_count() * 4 + 1, busy = 0;
     xp_status_t rc = XP_OK;
 
@@ -290,7 +299,7 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
          * thread is in a long handler (a large copy that a peer waits for,
          * split_copy). Spinning here takes its CPU (xprun binds a rank's
          * threads to one): sleep and let it run. */
-        if (!xp_tl_pending())
+        if (w.idle || !xp_tl_pending())
             busy = 0;
         else if (++busy >= BUSY_SPINS && can_park(st))
             break;
