@@ -422,6 +422,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     xp_md_t *md;
     xp_pkt_t h;
     int rank, rma, answer;
+    size_t inl;
     xp_status_t rc;
 
     if (__builtin_expect(!xp_ptl_initialized(), 0))
@@ -435,8 +436,12 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     pkt_init(&h, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data, length);
     h.ack_req = (uint8_t)ack_req;
     h.local_offset = local_offset;
-    rma = length > xp_eng_inline_max(rank) || !xp_region_contiguous(&md->region, local_offset, length);
-    if (rma && length <= xp_eng_inline_max(rank)) {
+    /* The packet limit is looked up once; a plain (iovec-less) MD is
+     * contiguous without asking the region. */
+    inl = xp_eng_inline_max(rank);
+    rma = length > inl ||
+          (md->region.iov && !xp_region_contiguous(&md->region, local_offset, length));
+    if (rma && length <= inl) {
         /* Small but scattered: gather it into the packet. */
         unsigned char buf[length ? length : 1];
         xp_region_read(&md->region, local_offset, buf, length);
