@@ -226,21 +226,23 @@ int PtlMDRelease(ptl_handle_md_t md_handle)
     m = xp_md_from_handle(md_handle);
     if (!m)
         return PTL_ARG_INVALID;
-    if (xp_md_pending(m) > 0) {
-        /* Let answers that already arrived be handled before refusing, and
-         * let a handler that is posting the last answer's events (it holds
-         * the poll lock; it counts the answer after them) finish: the
-         * application may have seen that event already. */
+    /* Let answers that already arrived be handled before deciding. */
+    if (xp_md_pending(m) > 0)
         xp_ptl_progress();
-        if (xp_md_pending(m) > 0) {
-            xp_ptl_state_t *st = xp_ptl_state();
-            xp_poll_lock(st);
-            xp_poll_unlock(st);
-            if (xp_md_pending(m) > 0)
-                return PTL_IN_USE;
-        }
+    /* Decide and free under the poll lock: a packet handler holds it while
+     * it posts the events of the MD's last answer (which the application
+     * may have seen already; the answer is counted after them) or issues a
+     * triggered operation on the MD (a put without an answer posts its SEND
+     * event after the packet left, when the target may already have told the
+     * application). Once the handle is freed, a later handler's lookup fails. */
+    xp_ptl_state_t *st = xp_ptl_state();
+    xp_poll_lock(st);
+    if (xp_md_pending(m) > 0) {
+        xp_poll_unlock(st);
+        return PTL_IN_USE;
     }
     md_free(m);
+    xp_poll_unlock(st);
     return PTL_OK;
 }
 
