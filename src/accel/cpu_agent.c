@@ -204,8 +204,11 @@ static void run_agent(cpu_queue_t *s, const xp_aql_agent_dispatch_t *p)
     complete(s, p->completion_signal);
 }
 
-/* Spin, then sleep until the doorbell's sequence moves past `seen`. */
-static void idle_wait(xp_signal_t *db, uint32_t seen, uint64_t slice_ns)
+/* Spin, then sleep until the doorbell's sequence moves past `seen` or its
+ * value past `seen_value`. The value matters: a producer's update stores the
+ * value, then looks for sleepers, then bumps seq (signal.c), so a worker that
+ * registers in between sees the new value, not yet the new seq. */
+static void idle_wait(xp_signal_t *db, uint32_t seen, int64_t seen_value, uint64_t slice_ns)
 {
     long spins = xp_config()->spin_count;
     for (long i = 0; i < spins; i++) {
@@ -214,7 +217,8 @@ static void idle_wait(xp_signal_t *db, uint32_t seen, uint64_t slice_ns)
         xp_cpu_relax();
     }
     __atomic_fetch_add(&db->waiters, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&db->seq, __ATOMIC_SEQ_CST) == seen)
+    if (__atomic_load_n(&db->value, __ATOMIC_SEQ_CST) == seen_value &&
+        __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST) == seen)
         xp_futex_wait(&db->seq, seen, slice_ns);
     __atomic_fetch_sub(&db->waiters, 1, __ATOMIC_SEQ_CST);
 }
@@ -225,6 +229,7 @@ static void *worker_main(void *arg)
     xp_signal_t *db = &s->queue->shm->doorbell;
     for (;;) {
         uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+        int64_t seen_value = __atomic_load_n(&db->value, __ATOMIC_SEQ_CST);
         work_t w;
         pthread_mutex_lock(&s->lock);
         action_t a = next_action(s, &w);
@@ -232,8 +237,8 @@ static void *worker_main(void *arg)
         switch (a) {
         case ACT_GROUP:   run_group(s, w.job, w.group); break;
         case ACT_AGENT:   run_agent(s, &w.agent_pkt); break;
-        case ACT_IDLE:    idle_wait(db, seen, UINT64_MAX); break;
-        case ACT_BLOCKED: idle_wait(db, seen, DEP_SLICE_NS); break;
+        case ACT_IDLE:    idle_wait(db, seen, seen_value, UINT64_MAX); break;
+        case ACT_BLOCKED: idle_wait(db, seen, seen_value, DEP_SLICE_NS); break;
         case ACT_STOP:    return NULL;
         }
     }

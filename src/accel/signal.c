@@ -182,10 +182,16 @@ xp_status_t xp_signal_wait(xp_signal_t *sig, xp_signal_cond_t cond, int64_t comp
     return XP_OK;
 }
 
+/* A kick changes no value, so a sleeper that registered after wake()'s look
+ * for sleepers would find nothing new and sleep through it. Here seq moves
+ * first and the sleepers are read after it (the mirror of the sleeper's
+ * register-then-check): fine for doorbells, which outlive every kick. */
 void xp_signal_kick(xp_signal_t *sig)
 {
     begin(sig);
-    wake(sig);
+    __atomic_fetch_add(&sig->seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&sig->waiters, __ATOMIC_SEQ_CST))
+        xp_futex_wake(&sig->seq, INT_MAX);
 }
 
 xp_status_t xp_signal_wait_pred(xp_signal_t *sig, int (*pred)(void *), void *arg, uint64_t deadline_ns)
