@@ -298,23 +298,26 @@ static void le_event(xp_pt_t *pt, const xp_le_t *le, ptl_event_kind_t type)
     xp_pt_post_event(pt, &ev);
 }
 
+/* The handle dies before the events are posted: an application that took
+ * AUTO_UNLINK must find the entry gone (PtlLEUnlink answers
+ * PTL_ARG_INVALID), not look it up while this thread frees it. */
 void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event)
 {
     int events = auto_event && !(le->options & PTL_ME_EVENT_UNLINK_DISABLE);
     xp_match_remove(&pt->table, &le->m);
+    le_release_handle(le);
     if (events)
         le_event(pt, le, PTL_EVENT_AUTO_UNLINK);
     if (le->uh_refs == 0) {
         /* No unexpected header points into the buffer: free at once. */
         if (events && le->list == PTL_OVERFLOW_LIST)
             le_event(pt, le, PTL_EVENT_AUTO_FREE);
-        le_free(le);
+        free(le);
         return;
     }
-    /* The handle dies now; the object waits for its last header. */
+    /* The object waits for its last header. */
     le->unlinked = 1;
     le->auto_free = events && le->list == PTL_OVERFLOW_LIST;
-    le_release_handle(le);
 }
 
 void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events)
