@@ -482,6 +482,22 @@ static void pmi1_abort(void *state, int code, const char *msg)
     (void)write_all(p->fd, req, strlen(req));
 }
 
+/* The launcher's finalize handshake (its answer is only waited for). */
+static void send_finalize(pmi1_t *p, int timeout_ms)
+{
+    char line[XP_PMI_MAXLINE];
+    xp_pmi_msg_t msg;
+    pthread_mutex_lock(&p->lock);
+    (void)request(p, "cmd=finalize\n", "finalize_ack", line, sizeof line, &msg, timeout_ms);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void pmi1_free(pmi1_t *p)
+{
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
 /* At exit: finalize the inherited PMI_FD if it is still the socket we were
  * given. An MPI library or OpenSHMEM's PMI client that shares it finalizes
  * and closes it itself (then the descriptor is gone or reused, and we stay
@@ -493,12 +509,8 @@ static void finalize_at_exit(void)
     struct stat sb;
     if (!p || fstat(p->fd, &sb) != 0 || sb.st_dev != p->fd_dev || sb.st_ino != p->fd_ino)
         return;
-    char line[XP_PMI_MAXLINE];
-    xp_pmi_msg_t msg;
     __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE); /* Portals may be gone */
-    pthread_mutex_lock(&p->lock);
-    (void)request(p, "cmd=finalize\n", "finalize_ack", line, sizeof line, &msg, 5000);
-    pthread_mutex_unlock(&p->lock);
+    send_finalize(p, 5000);
 }
 
 /* PMI_FD is the process's one channel to the launcher, and other PMI clients
@@ -509,8 +521,6 @@ static void finalize_at_exit(void)
 static void pmi1_finalize(void *state)
 {
     pmi1_t *p = state;
-    char line[XP_PMI_MAXLINE];
-    xp_pmi_msg_t msg;
     struct stat sb;
     if (!p->own_fd && fstat(p->fd, &sb) == 0) {
         pmi1_t *old = xp_ctx.pmi1_exit;
@@ -518,22 +528,17 @@ static void pmi1_finalize(void *state)
         p->fd_ino = sb.st_ino;
         p->rlen = 0;
         xp_ctx.pmi1_exit = p; /* xp_finalize is not concurrent with anything */
-        if (old) {
-            pthread_mutex_destroy(&old->lock);
-            free(old);
-        } else {
+        if (old)
+            pmi1_free(old);
+        else
             atexit(finalize_at_exit);
-        }
         return;
     }
     if (p->own_fd) {
-        pthread_mutex_lock(&p->lock);
-        (void)request(p, "cmd=finalize\n", "finalize_ack", line, sizeof line, &msg, p->timeout_ms);
-        pthread_mutex_unlock(&p->lock);
+        send_finalize(p, p->timeout_ms);
         close(p->fd);
     }
-    pthread_mutex_destroy(&p->lock);
-    free(p);
+    pmi1_free(p);
 }
 
 const xp_boot_ops_t xp_boot_pmi1 = {
