@@ -9,6 +9,7 @@
 #include "ptl/eq.h"
 #include "ptl/md.h"
 #include "ptl/progress.h"
+#include "ptl/wire.h"
 #include "transport/transport.h"
 #include "util/log.h"
 
@@ -21,6 +22,19 @@ size_t xp_eng_inline_max(int rank)
 }
 
 /* ---------------------------------------------------------------- sending */
+
+/* Hand one engine packet to the transport, its header in the compact wire
+ * form when one fits (ptl/wire.h). excl: the caller holds the poll lock
+ * (answers go on the pair answer lane). */
+static inline xp_status_t wire_send(int rank, const xp_pkt_t *h, const void *payload, size_t len,
+                                    int excl)
+{
+    xp_wire_t w;
+    size_t hlen;
+    const void *hdr = xp_wire_encode(h, len, &w, &hlen);
+    return excl ? xp_tl_send_excl(rank, hdr, hlen, payload, len)
+                : xp_tl_send(rank, hdr, hlen, payload, len);
+}
 
 typedef struct xp_deferred {
     struct xp_deferred *next;
@@ -63,7 +77,7 @@ static int send_many(xp_ptl_state_t *st)
         a->flags |= XP_PKT_F_MANY;
         a->nseg = st->many.count;
     }
-    xp_status_t rc = xp_tl_send_excl(st->many.rank, a, sizeof(*a), NULL, 0);
+    xp_status_t rc = wire_send(st->many.rank, a, NULL, 0, 1);
     if (rc == XP_ERR_AGAIN)
         return 0;
     if (rc != XP_OK)
@@ -110,7 +124,7 @@ void xp_eng_flush_deferred(void)
     }
     while (st->defer_head) {
         xp_deferred_t *d = st->defer_head;
-        xp_status_t rc = xp_tl_send_excl(d->rank, &d->hdr, sizeof(d->hdr), d->payload, d->len);
+        xp_status_t rc = wire_send(d->rank, &d->hdr, d->payload, d->len, 1);
         if (rc == XP_ERR_AGAIN)
             break;
         if (rc != XP_OK)
@@ -145,7 +159,7 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
                 return XP_OK;
             }
         }
-        rc = xp_tl_send_excl(rank, hdr, sizeof(*hdr), payload, len);
+        rc = wire_send(rank, hdr, payload, len, 1);
         if (rc == XP_ERR_AGAIN) {
             defer(st, rank, hdr, payload, len);
             return XP_OK;
@@ -153,7 +167,7 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
         return rc;
     }
     for (;;) {
-        rc = xp_tl_send(rank, hdr, sizeof(*hdr), payload, len);
+        rc = wire_send(rank, hdr, payload, len, 0);
         if (rc != XP_ERR_AGAIN)
             return rc;
         xp_ptl_progress();
@@ -171,7 +185,7 @@ static xp_status_t send_then_event(int rank, const xp_pkt_t *h, const void *payl
     xp_ptl_state_t *st = xp_ptl_state();
     for (;;) {
         xp_poll_lock(st);
-        xp_status_t rc = xp_tl_send(rank, h, sizeof(*h), payload, len);
+        xp_status_t rc = wire_send(rank, h, payload, len, 0);
         if (rc == XP_OK)
             event(arg);
         xp_poll_unlock(st);
@@ -260,7 +274,7 @@ static xp_status_t send_inline(int rank, xp_md_t *md, const xp_pkt_t *h, const v
     /* The common small put: straight to the transport (xp_eng_send's
      * gather and handler cases do not apply), no SEND event to post when
      * the MD has no EQ and does not count sends. */
-    xp_status_t rc = xp_tl_send(rank, h, sizeof(*h), payload, len);
+    xp_status_t rc = wire_send(rank, h, payload, len, 0);
     if (__builtin_expect(rc == XP_ERR_AGAIN, 0))
         rc = xp_eng_send(rank, h, payload, len, NULL, 0, 0);
     if (rc == XP_OK && (md->eq || (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))))

@@ -10,6 +10,7 @@
 #include "ptl/progress.h"
 #include "ptl/pt.h"
 #include "ptl/triggered.h" /* xp_trig_defer_* */
+#include "ptl/wire.h"
 #include "portals4_xtq.h" /* PTL_NI_XTQ_* failure kinds */
 #include "transport/transport.h"
 #include "util/log.h"
@@ -598,14 +599,13 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         xp_error("packet from rank %d, which is not in the job, dropped", src_rank);
         return;
     }
-    if (len < sizeof(h)) {
-        xp_error("short packet (%zu bytes) from rank %d dropped", len, src_rank);
+    size_t hlen;
+    if (xp_wire_decode(pkt, len, &h, &hlen) != 0) {
+        xp_error("malformed packet header (%zu bytes) from rank %d dropped", len, src_rank);
         return;
     }
-    /* The ring slot may be unaligned for the header's 64-bit fields. */
-    memcpy(&h, pkt, sizeof(h));
-    const unsigned char *payload = (const unsigned char *)pkt + sizeof(h);
-    len -= sizeof(h);
+    const unsigned char *payload = (const unsigned char *)pkt + hlen;
+    len -= hlen;
     if (h.type == XP_PKT_ACK || h.type == XP_PKT_REPLY)
         xp_eng_handle_answer(src_rank, &h, payload, len);
     else if (h.type >= XP_PKT_PUT && h.type <= XP_PKT_SWAP)

@@ -20,6 +20,7 @@
 
 #include "../../fuzz/ptl_packet_env.h"
 #include "ptl/progress.h"
+#include "ptl/wire.h"
 #include "xp_fuzz.h"
 #include "xp_test.h"
 
@@ -265,7 +266,14 @@ static size_t random_packet(xp_rng_t *r, unsigned char *pkt)
             mutate_header(r, &h);
         if (h.flags & XP_PKT_F_RMA && xp_rng_below(r, 2))
             h.nseg = (uint32_t)(plen / sizeof(xp_seg_t));
-        size_t nhl = xp_fuzz_ptl_hdr_encode(&h, pkt);
+        size_t nhl;
+        if (xp_rng_below(r, 2)) { /* the compact wire form where one fits */
+            xp_wire_t w;
+            const void *wh = xp_wire_encode(&h, plen, &w, &nhl);
+            memcpy(pkt, wh, nhl);
+        } else {
+            nhl = xp_fuzz_ptl_hdr_encode(&h, pkt);
+        }
         memmove(pkt + nhl, payload, plen);
         n = nhl + plen;
         (void)hl;
