@@ -10,7 +10,8 @@
  * initiator as the receiving NI addresses it.
  *
  * Packets. Every Portals message is one transport packet: a fixed header
- * (xp_pkt_t) followed by an optional payload. The initiator keeps NO per
+ * (xp_pkt_t) followed by an optional payload. On the wire the commonest
+ * small messages use a compact form of the header (ptl/wire.h). The initiator keeps NO per
  * operation state: the header carries the initiator's MD handle, user_ptr and
  * local offset, and acknowledgements / replies echo them back, so the
  * initiator finds its MD by handle (generation-checked) when the answer
