@@ -55,7 +55,8 @@ function(xp_test name)
 endfunction()
 
 function(xp_mp_test name)
-  cmake_parse_arguments(A "" "NP;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS;XPRUN_ARGS" ${ARGN})
+  # SUFFIX names a variant (test <name><SUFFIX>_np<N>), ENV sets its environment.
+  cmake_parse_arguments(A "" "NP;TIMEOUT;SUFFIX" "SOURCES;LIBS;LABELS;ARGS;XPRUN_ARGS;ENV" ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 60)
   endif()
@@ -63,12 +64,16 @@ function(xp_mp_test name)
   if(NOT TARGET ${name})
     _xp_test_target(${name} SOURCES ${A_SOURCES} LIBS ${A_LIBS})
   endif()
-  add_test(NAME ${name}_np${A_NP}
+  set(_t ${name}${A_SUFFIX}_np${A_NP})
+  add_test(NAME ${_t}
            COMMAND $<TARGET_FILE:xprun> -n ${A_NP} --timeout ${A_TIMEOUT} ${A_XPRUN_ARGS}
                    $<TARGET_FILE:${name}> ${A_ARGS})
   math(EXPR _ctest_timeout "${A_TIMEOUT} + 10")
-  set_tests_properties(${name}_np${A_NP} PROPERTIES TIMEOUT ${_ctest_timeout}
+  set_tests_properties(${_t} PROPERTIES TIMEOUT ${_ctest_timeout}
                        SKIP_RETURN_CODE 77 LABELS "mp;${A_LABELS}")
+  if(A_ENV)
+    set_tests_properties(${_t} PROPERTIES ENVIRONMENT "${A_ENV}")
+  endif()
 endfunction()
 
 function(xp_program name)

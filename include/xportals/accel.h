@@ -66,7 +66,10 @@ XP_EXPORT int64_t xp_signal_exchange(xp_signal_t *sig, int64_t value);
 XP_EXPORT int64_t xp_signal_cas(xp_signal_t *sig, int64_t expected, int64_t desired);
 /* Wait until (value cond compare) holds. timeout_ns: UINT64_MAX = forever.
  * XP_OK (the satisfying value in *value_out if non-NULL), XP_ERR_TIMEOUT,
- * XP_ERR_INVALID (NULL signal, bad condition). */
+ * XP_ERR_INVALID (NULL signal, bad condition). With XP_PROGRESS=inline and
+ * Portals initialised, the waiting thread also handles incoming Portals
+ * packets (XTQ task descriptors among them) and sees the signal within
+ * 50 us of its change when no packet arrives. */
 XP_EXPORT xp_status_t xp_signal_wait(xp_signal_t *sig, xp_signal_cond_t cond, int64_t compare,
                                      uint64_t timeout_ns, int64_t *value_out);
 

@@ -32,9 +32,14 @@
 #include "util/atomic.h"
 #include "util/clock.h"
 #include "util/config.h"
+#include "util/context.h"
 
 /* How long a waiter on a device-updated signal sleeps before re-checking. */
 #define DEVICE_SLICE_NS 100000ull
+/* With XP_PROGRESS=inline: how long a waiter sleeps for Portals packets
+ * before it looks at the signal again (the signal's own futex is not part of
+ * that sleep). */
+#define PROGRESS_SLICE_NS 50000ull
 
 void xp_signal_init(xp_signal_t *sig, int64_t value, uint32_t flags)
 {
@@ -131,6 +136,45 @@ static int satisfied(xp_signal_cond_t cond, int64_t v, int64_t cmp)
     return 0;
 }
 
+/* XP_PROGRESS=inline leaves Portals packets to whoever calls into the
+ * library, and what a waiter here waits for (an XTQ task whose descriptor
+ * is still a packet in this process's ring) may need them: without this, a
+ * rank waiting for its remotely queued tasks waits forever. The runtime's
+ * wait hook (util/context.h; NULL with a progress thread) handles packets
+ * and sleeps on their doorbell for at most a slice, so the signal is seen
+ * within PROGRESS_SLICE_NS when no packet comes. */
+static xp_status_t wait_with_progress(int (*hook)(uint64_t), int (*ready)(void *), void *arg,
+                                      uint64_t deadline)
+{
+    for (;;) {
+        if (ready(arg))
+            return XP_OK;
+        uint64_t now = xp_time_ns();
+        if (now >= deadline)
+            return XP_ERR_TIMEOUT;
+        hook(deadline - now < PROGRESS_SLICE_NS ? deadline - now : PROGRESS_SLICE_NS);
+    }
+}
+
+typedef struct cond_arg {
+    const xp_signal_t *sig;
+    xp_signal_cond_t cond;
+    int64_t cmp;
+    int64_t v;
+} cond_arg_t;
+
+static int cond_ready(void *arg)
+{
+    cond_arg_t *c = arg;
+    c->v = __atomic_load_n(&c->sig->value, __ATOMIC_ACQUIRE);
+    return satisfied(c->cond, c->v, c->cmp);
+}
+
+static int (*progress_hook(void))(uint64_t)
+{
+    return __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
+}
+
 static xp_status_t sleep_until(xp_signal_t *sig, xp_signal_cond_t cond, int64_t cmp,
                                uint64_t deadline, int64_t *value_out)
 {
@@ -173,7 +217,15 @@ xp_status_t xp_signal_wait(xp_signal_t *sig, xp_signal_cond_t cond, int64_t comp
         if (!ok)
             xp_cpu_relax();
     }
-    xp_status_t st = ok ? XP_OK : sleep_until(sig, cond, compare, deadline, &v);
+    int (*hook)(uint64_t) = ok ? NULL : progress_hook();
+    xp_status_t st = XP_OK;
+    if (hook) {
+        cond_arg_t c = { sig, cond, compare, 0 };
+        st = wait_with_progress(hook, cond_ready, &c, deadline);
+        v = c.v;
+    } else if (!ok) {
+        st = sleep_until(sig, cond, compare, deadline, &v);
+    }
     drain(sig);
     if (st != XP_OK)
         return st;
@@ -203,6 +255,13 @@ xp_status_t xp_signal_wait_pred(xp_signal_t *sig, int (*pred)(void *), void *arg
             return XP_OK;
         }
         xp_cpu_relax();
+    }
+    int (*hook)(uint64_t) = progress_hook();
+    if (hook) {
+        xp_status_t st = wait_with_progress(hook, pred, arg, deadline_ns);
+        if (st == XP_OK)
+            drain(sig);
+        return st;
     }
     for (;;) {
         uint32_t seen = __atomic_load_n(&sig->seq, __ATOMIC_SEQ_CST);

@@ -128,21 +128,24 @@ static void initiator(xtq_env_t *e)
         }
     }
 
-    /* Refusals (rank 1 only). */
+    /* Refusals (rank 1 only). A refused task's bytes still land, so they go
+     * to the slot of the last task, which is sent after them: the queued
+     * tasks' arguments must stay intact until their workers run them. */
     uint8_t small[64];
+    const ptl_size_t spare = (NTASKS - 1) * SLOT;
     fill(small, sizeof small, 3);
-    send_task(e, md, 1, 0, 3, small, 64, 0, 1, 200, QIDX, PTL_NI_XTQ_BAD_INDEX);
-    send_task(e, md, 1, 0, 3, small, 64, 0, 1, 300, QIDX, PTL_NI_XTQ_BAD_INDEX);
-    send_task(e, md, 1, 1, 3, small, 64, 0, 1, FIDX + 1, QIDX, PTL_NI_XTQ_BAD_INDEX);
-    send_task(e, md, 1, 0, 3, small, 64, 0, 1, KIDX, 99, PTL_NI_XTQ_BAD_INDEX);
-    send_task(e, md, 1, 0, 3, small, 64, 0, 2, KIDX, QIDX, PTL_NI_XTQ_BAD_COMMAND);
+    send_task(e, md, 1, 0, 3, small, 64, spare, 1, 200, QIDX, PTL_NI_XTQ_BAD_INDEX);
+    send_task(e, md, 1, 0, 3, small, 64, spare, 1, 300, QIDX, PTL_NI_XTQ_BAD_INDEX);
+    send_task(e, md, 1, 1, 3, small, 64, spare, 1, FIDX + 1, QIDX, PTL_NI_XTQ_BAD_INDEX);
+    send_task(e, md, 1, 0, 3, small, 64, spare, 1, KIDX, 99, PTL_NI_XTQ_BAD_INDEX);
+    send_task(e, md, 1, 0, 3, small, 64, spare, 2, KIDX, QIDX, PTL_NI_XTQ_BAD_COMMAND);
 
     /* PTL_CT_ACK_REQ: the refusal is a failure on the MD's CT. */
     xp_aql_packet_t bad;
     xtq_agent_cmd(&bad, FIDX + 2, QIDX, 0, 0);
     ptl_process_t one = {.rank = 1};
     XP_CHECK_EQ(PtlXtqPut(md_ct, (ptl_size_t)(uintptr_t)&bad, 64, md_ct, 0, 0, PTL_CT_ACK_REQ, one,
-                          PT, 1, 0, NULL, 0), PTL_OK);
+                          PT, 1, spare, NULL, 0), PTL_OK);
     XP_CHECK_EQ(PtlCTWait(ct, 1, &cte), PTL_OK);
     XP_CHECK_EQ(cte.success, 0);
     XP_CHECK_EQ(cte.failure, 1);
