@@ -498,6 +498,19 @@ static int ct_wait_pred(void *arg)
     return 0;
 }
 
+/* ct_wait_pred for one CT (PtlCTWait): the spin loop calls it once per
+ * iteration. */
+static int ct_wait_one_pred(void *arg)
+{
+    ct_wait_t *w = arg;
+
+    if (__builtin_expect(xp_ct_handle(w->cts[0]) != w->handles[0], 0)) {
+        w->dead = 1;
+        return 1;
+    }
+    return ct_reached(w->cts[0], w->tests[0]); /* which stays 0 */
+}
+
 /* Before a sleep: register every threshold (spinning waiters need none,
  * so the ping-pong path has no locked instruction for it). */
 static void ct_wait_arm(void *arg)
@@ -520,7 +533,8 @@ static int ct_wait_any(ct_wait_t *w, uint64_t deadline_ns, ptl_ct_event_t *event
             if (!ct_wait_pred(w))
                 return PTL_CT_NONE_REACHED;
         } else {
-            st = xp_ptl_wait_until_armed(ct_wait_pred, ct_wait_arm, w, deadline_ns);
+            st = xp_ptl_wait_until_armed(w->size == 1 ? ct_wait_one_pred : ct_wait_pred,
+                                         ct_wait_arm, w, deadline_ns);
         }
     }
     if (w->dead || st == XP_ERR_CANCELED)

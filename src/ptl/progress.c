@@ -179,8 +179,13 @@ static int wait_pred(void *arg)
         return 1;
     if (__atomic_load_n(&w->st->abort_gen, __ATOMIC_ACQUIRE) != w->gen)
         return 1;
-    w->idle = progress_poll(w->st) < 0;
-    return w->pred(w->arg);
+    /* Look again only if this poll did something: after an idle one the
+     * condition can only have changed through another thread, which the
+     * next spin's first look sees (or, before a sleep, the sleeper's
+     * announcement makes that thread wake us). */
+    int n = progress_poll(w->st);
+    w->idle = n < 0;
+    return n >= 0 && w->pred(w->arg);
 }
 
 /* Before sleeping: also stay awake for an arrival that another thread's

@@ -107,6 +107,12 @@ typedef struct shm_peer {
     uint64_t other_end XP_CACHE_ALIGNED;
 } XP_CACHE_ALIGNED shm_peer_t;
 
+/* A lane we poll; for a request lane, gate is the same sender's answer lane
+ * (drained before each request: shm_poll). */
+typedef struct rx_lane {
+    xp_shm_ring_t *ring, *gate;
+} rx_lane_t;
+
 typedef struct shm_tl {
     int polling XP_CACHE_ALIGNED; /* consumer trylock */
     xp_shm_ring_t *inbox;
@@ -128,8 +134,7 @@ typedef struct shm_tl {
     uint32_t pair_cells;
     int nlocal, linked_pair;
     char pair_name[XP_SHM_NAME_MAX];
-    xp_shm_ring_t **rx;    /* the active lanes (nrx), then room for more */
-    xp_shm_ring_t **rx_gate; /* per rx entry: for a request lane, the same sender's answer lane */
+    rx_lane_t *rx;         /* the active lanes (nrx), then room for more */
     int nrx;
     uint64_t rx_gen;       /* pair_hdr_t gen that rx reflects */
     uint64_t *pair_gen;    /* &our pair_hdr_t gen; NULL without lanes */
@@ -242,9 +247,8 @@ static xp_status_t collect_rx(shm_tl_t *s)
 {
     size_t nlanes = s->pair_base ? (size_t)s->nlocal * PAIR_LANES : 0;
     s->rx = calloc(nlanes + 1, sizeof *s->rx);
-    s->rx_gate = calloc(nlanes + 1, sizeof *s->rx_gate);
     s->rx_listed = calloc(nlanes + 1, 1);
-    if (!s->rx || !s->rx_gate || !s->rx_listed)
+    if (!s->rx || !s->rx_listed)
         return XP_ERR_NO_MEMORY;
     if (s->pair_base)
         s->pair_gen = &((pair_hdr_t *)s->pair_base)->gen;
@@ -265,9 +269,9 @@ static void add_active_lanes(shm_tl_t *s)
             if (s->rx_listed[k] || !xp_load_acquire(&h->active[k]))
                 continue;
             s->rx_listed[k] = 1;
-            s->rx_gate[n] = lane ? NULL : pair_ring(s->pair_base, s->pair_cells,
+            s->rx[n].gate = lane ? NULL : pair_ring(s->pair_base, s->pair_cells,
                                                     (uint32_t)s->nlocal, i, 1);
-            s->rx[n++] = pair_ring(s->pair_base, s->pair_cells, (uint32_t)s->nlocal, i, lane);
+            s->rx[n++].ring = pair_ring(s->pair_base, s->pair_cells, (uint32_t)s->nlocal, i, lane);
         }
     xp_store_release(&s->nrx, n);
     xp_store_release(&s->rx_gen, gen);
@@ -399,7 +403,6 @@ static void shm_tl_close(xp_tl_t *tl)
         munmap(s->pair_base, s->pair_len);
     free(s->rx);
     free(s->rx_listed);
-    free(s->rx_gate);
     xp_shm_seg_close(&s->own);
     xp_shmheap_close(&s->heap);
     free(s->peers);
@@ -597,21 +600,14 @@ static inline int lanes_added(const shm_tl_t *s)
     return s->pair_gen && xp_load_relaxed(s->pair_gen) != xp_load_relaxed(&s->rx_gen);
 }
 
-/* Index in rx of the first lane with a packet at its head; nrx if none. */
-static inline int first_pending(const shm_tl_t *s)
-{
-    xp_shm_ring_t *const *rx = s->rx;
-    int i = 0, n = xp_load_acquire(&s->nrx);
-    while (i < n && !xp_shm_ring_pending(rx[i]))
-        i++;
-    return i;
-}
-
 static int shm_pending(xp_tl_t *tl)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
-    return first_pending(s) < xp_load_relaxed(&s->nrx) || xp_shm_ring_pending(s->inbox) ||
-           lanes_added(s);
+    const rx_lane_t *rx = s->rx;
+    for (int i = 0, n = xp_load_acquire(&s->nrx); i < n; i++)
+        if (xp_shm_ring_pending(rx[i].ring))
+            return 1;
+    return xp_shm_ring_pending(s->inbox) || lanes_added(s);
 }
 
 /* Is r a well-formed request for a transfer of at most 2^32 chunks? */
@@ -670,7 +666,8 @@ static xp_status_t split_chunk_copy(pid_t pid, int do_write, uint64_t c, uint64_
  * are the process whose memory it copies). A stale request claims nothing;
  * a chunk we claim we copy at once, without waiting for anything, since the
  * requester waits for it. */
-static void split_help(shm_tl_t *s, int rank, const void *pkt, size_t len)
+static __attribute__((noinline, cold)) void split_help(shm_tl_t *s, int rank, const void *pkt,
+                                                       size_t len)
 {
     split_req_t r;
     split_seg_t seg[2 * SPLIT_MAX_IOV];
@@ -707,86 +704,78 @@ static void split_help(shm_tl_t *s, int rank, const void *pkt, size_t len)
 }
 
 /* Packets from peers go to the engine; negative sources are our own
- * requests (split_help). */
-static void shm_deliver(void *arg, int src, const void *pkt, size_t len)
+ * requests (split_help). Inlined into the ring's take (xp_shm_ring_take). */
+static inline void shm_deliver(void *arg, int src, const void *pkt, size_t len)
 {
     shm_tl_t *s = arg;
     /* Per packet, not per poll (ThreadSanitizer builds only): one poll may
      * run long enough to take packets sent in reaction to messages our
      * other threads sent after it began (util/tsan.h). */
     xp_tsan_message_in();
-    if (src >= 0)
+    if (__builtin_expect(src >= 0, 1))
         s->params->recv(s->params->recv_arg, src, pkt, len);
     else
         split_help(s, -2 - src, pkt, len);
 }
 
-/* Every ring with something in it, from the first such one. Their relative
- * order does not matter: senders keep causal order themselves (shm_send). */
-/* Up to budget packets of one lane; for a request lane, whatever its
- * sender's answer lane holds goes first, before each request (an answer
- * sent before a request, in happens-before order, is handled before it). */
-static int poll_lane(shm_tl_t *s, xp_shm_ring_t *r, xp_shm_ring_t *gate, int budget)
+/* Up to budget packets of one lane. For a request lane, whatever its
+ * sender's answer lane (gate) holds goes first, before each request: an
+ * answer sent before a request, in happens-before order, is handled before
+ * it. A corrupt ring stops the lane (nothing of this sender is delivered
+ * any more). */
+static __attribute__((noinline)) int poll_lane(shm_tl_t *s, xp_shm_ring_t *r,
+                                               xp_shm_ring_t *gate, int budget)
 {
     int n = 0, got;
-    if (!gate) {
-        got = xp_shm_ring_poll(r, budget, shm_deliver, s);
-        return got > 0 ? got : 0;
-    }
-    for (;;) {
-        if (xp_shm_ring_pending(gate)) {
-            got = xp_shm_ring_poll(gate, budget - n, shm_deliver, s);
-            if (got < 0)
-                break; /* corrupt: nothing of this sender is delivered any more */
-            n += got;
-        }
-        if (n >= budget)
+    while (n < budget) {
+        got = xp_shm_ring_take_gated(r, shm_deliver, s, gate);
+        if (got == XP_SHM_RING_GATED)
+            got = xp_shm_ring_take(gate, shm_deliver, s); /* 0: padding only */
+        else if (got == 0)
             break;
-        got = xp_shm_ring_poll_gated(r, budget - n, shm_deliver, s, gate);
         if (got < 0)
-            break;
+            break; /* corrupt: nothing of this sender is delivered any more */
         n += got;
-        /* It stopped for an answer, or r is empty (or the budget is used). */
-        if (!xp_shm_ring_pending(gate))
-            break;
     }
     return n;
 }
 
-/* The consumer's work, from lane i (first_pending) on; the caller is the
- * only consumer now. */
-static int poll_from(shm_tl_t *s, int i, int budget)
+/* A peer's first packet in a lane we do not poll yet. */
+static __attribute__((noinline, cold)) void add_lanes(shm_tl_t *s)
 {
-    int n = 0, nrx = s->nrx, got;
-    if (lanes_added(s)) {
-        add_active_lanes(s);
-        nrx = s->nrx;
-        i = 0;
-    }
-    for (int first = i; i < nrx && n < budget; i++) {
-        if (i != first && !xp_shm_ring_pending(s->rx[i]))
+    add_active_lanes(s);
+}
+
+/* The consumer's work; the caller is the only consumer now. Every ring in
+ * turn: their relative order does not matter, senders keep causal order
+ * themselves (shm_send). An empty ring costs one look at its head cell. A
+ * request lane's gate is polled by poll_lane only when the lane has a
+ * packet: otherwise the gate, which is active once it holds one, is polled
+ * as a lane of its own. */
+static int poll_all(shm_tl_t *s, int budget)
+{
+    int n = 0;
+    if (__builtin_expect(lanes_added(s), 0))
+        add_lanes(s);
+    const rx_lane_t *rx = s->rx;
+    for (int i = 0, nrx = s->nrx; i < nrx; i++) {
+        if (!xp_shm_ring_pending(rx[i].ring))
             continue;
-        n += poll_lane(s, s->rx[i], s->rx_gate[i], budget - n);
+        n += poll_lane(s, rx[i].ring, rx[i].gate, budget - n);
+        if (n >= budget)
+            return n;
     }
-    if (n < budget && xp_shm_ring_pending(s->inbox)) {
-        got = xp_shm_ring_poll(s->inbox, budget - n, shm_deliver, s);
-        n += got > 0 ? got : 0;
-    }
+    if (xp_shm_ring_pending(s->inbox))
+        n += poll_lane(s, s->inbox, NULL, budget - n);
     return n;
-}
-
-static inline int nothing_pending(shm_tl_t *s, int i)
-{
-    return i == s->nrx && !xp_shm_ring_pending(s->inbox) && !lanes_added(s);
 }
 
 static int shm_poll(xp_tl_t *tl, int budget)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
-    int i = first_pending(s);
-    if (nothing_pending(s, i) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
+    if (!shm_pending(tl) || __atomic_exchange_n(&s->polling, 1, __ATOMIC_ACQUIRE))
         return 0;
-    int n = poll_from(s, i, budget);
+    int n = poll_all(s, budget);
     __atomic_store_n(&s->polling, 0, __ATOMIC_RELEASE);
     return n;
 }
@@ -796,9 +785,7 @@ static int shm_poll(xp_tl_t *tl, int budget)
  * be kept out: the engine is the only caller of either in the library. */
 static int shm_poll_excl(xp_tl_t *tl, int budget)
 {
-    shm_tl_t *s = (shm_tl_t *)tl;
-    int i = first_pending(s);
-    return nothing_pending(s, i) ? 0 : poll_from(s, i, budget);
+    return poll_all((shm_tl_t *)tl, budget);
 }
 
 #define HEAP_MAX_IOV 64

@@ -4,8 +4,8 @@
 #include "transport/shm_ring.h"
 #include "util/log.h"
 
-#define SKIP_LEN UINT32_MAX
-#define FREE_SEQ UINT64_MAX
+#define SKIP_LEN XP_SHM_SKIP_LEN
+#define FREE_SEQ XP_SHM_FREE_SEQ
 
 static inline uint32_t cells_for(size_t len)
 {
@@ -156,41 +156,26 @@ xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, 
     return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 1, NULL);
 }
 
+int xp_shm_ring_corrupt(const xp_shm_ring_t *ring, uint64_t h)
+{
+    xp_error("shm ring %p: corrupt packet at position %llu (len %u)", (const void *)ring,
+             (unsigned long long)h, (unsigned)ring->cells[h & (ring->ncells - 1)].len);
+    return -1;
+}
+
 static int poll_ring(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg,
                      xp_shm_ring_t *gate)
 {
-    uint32_t ncells = ring->ncells, mask = ncells - 1;
-    uint64_t h = xp_load_relaxed(&ring->head);
-    int delivered = 0;
+    int delivered = 0, got;
     while (delivered < budget) {
-        xp_shm_cell_t *c = &ring->cells[h & mask];
-        if (xp_load_acquire(&c->seq) != h || (gate && xp_shm_ring_pending(gate)))
+        got = xp_shm_ring_take_gated(ring, fn, arg, gate);
+        if (got < 0)
+            return -1;
+        if (got != 1)
             break;
-        uint32_t len = c->len, room = ncells - (uint32_t)(h & mask), n;
-        if (len == SKIP_LEN) {
-            n = (uint32_t)c->src;
-            if (n == 0 || n > room)
-                goto corrupt;
-        } else {
-            n = cells_for(len);
-            if (n > room || n > ncells / 2)
-                goto corrupt;
-            fn(arg, c->src, c->payload, len);
-            delivered++;
-        }
-        /* Only cells after the first can hold payload bytes where a seq
-         * belongs; the first one keeps its (older) position, which never
-         * equals a later one, and so stays a line we only read. */
-        for (uint32_t i = 1; i < n; i++)
-            xp_store_relaxed(&ring->cells[(h + i) & mask].seq, FREE_SEQ);
-        h += n;
-        xp_store_release(&ring->head, h);
+        delivered++;
     }
     return delivered;
-corrupt:
-    xp_error("shm ring %p: corrupt packet at position %llu (len %u)", (void *)ring,
-             (unsigned long long)h, (unsigned)ring->cells[h & mask].len);
-    return -1;
 }
 
 int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg)

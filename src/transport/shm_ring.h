@@ -29,6 +29,8 @@
 #define XP_SHM_CELL 64u               /* bytes per cell */
 #define XP_SHM_CELL_HDR 16u           /* seq + len + src at the start of a packet */
 #define XP_SHM_RING_MAGIC 0x58505249u /* "XPRI" */
+#define XP_SHM_SKIP_LEN UINT32_MAX    /* len of padding up to the end of the array */
+#define XP_SHM_FREE_SEQ UINT64_MAX    /* seq of a cell that no packet starts at */
 
 typedef struct xp_shm_cell {
     uint64_t seq;  /* claim position once published; older or UINT64_MAX when free */
@@ -97,6 +99,70 @@ static inline int xp_shm_ring_pending(xp_shm_ring_t *ring)
         return 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return 1;
+}
+
+/* Log a malformed packet at position h (out of line: never on the fast
+ * path). Returns -1. */
+int xp_shm_ring_corrupt(const xp_shm_ring_t *ring, uint64_t h);
+
+/* Free the n cells of the packet (or padding) at position h and advance
+ * head past them. Only cells after the first can hold payload bytes where
+ * a seq belongs, so only their seq words are cleared; the first one keeps
+ * its (older) position, which never equals a later one, and so stays a line
+ * the consumer only reads. */
+static inline void xp_shm_ring_release(xp_shm_ring_t *ring, uint64_t h, uint32_t n)
+{
+    uint32_t mask = ring->ncells - 1;
+    for (uint32_t i = 1; i < n; i++)
+        xp_store_relaxed(&ring->cells[(h + i) & mask].seq, XP_SHM_FREE_SEQ);
+    xp_store_release(&ring->head, h + n);
+}
+
+/* xp_shm_ring_take_gated's answer when a packet is ready but `gate` has
+ * one at its head too: nothing was delivered. */
+#define XP_SHM_RING_GATED 2
+
+/* Deliver the packet at head to fn, if one is published there (padding in
+ * front of it is skipped): 1 delivered, 0 nothing ready, -1 the ring is
+ * corrupt (nothing is delivered from it any more), XP_SHM_RING_GATED: gate
+ * (if not NULL) has a packet at its head, looked at after this ring's
+ * packet was seen, so that what was published in gate before it (in
+ * happens-before order) is delivered first. One consumer at a time.
+ * Inline, so that a caller with a known fn calls it directly and a poll of
+ * one packet has no loop or budget around it. */
+static inline int xp_shm_ring_take_gated(xp_shm_ring_t *ring, xp_tl_recv_fn fn, void *arg,
+                                         xp_shm_ring_t *gate)
+{
+    uint32_t ncells = ring->ncells, mask = ncells - 1;
+    uint64_t h = xp_load_relaxed(&ring->head);
+    for (;;) {
+        xp_shm_cell_t *c = &ring->cells[h & mask];
+        if (xp_load_acquire(&c->seq) != h)
+            return 0;
+        uint32_t len = c->len, room = ncells - (uint32_t)(h & mask);
+        if (__builtin_expect(len == XP_SHM_SKIP_LEN, 0)) { /* padding: c->src cells */
+            uint32_t skip = (uint32_t)c->src;
+            if (skip == 0 || skip > room)
+                return xp_shm_ring_corrupt(ring, h);
+            xp_shm_ring_release(ring, h, skip);
+            h += skip;
+            continue;
+        }
+        uint64_t n = ((uint64_t)len + XP_SHM_CELL_HDR + XP_SHM_CELL - 1) / XP_SHM_CELL;
+        if (__builtin_expect(n > room || n > ncells / 2, 0))
+            return xp_shm_ring_corrupt(ring, h);
+        if (gate && xp_shm_ring_pending(gate))
+            return XP_SHM_RING_GATED;
+        fn(arg, c->src, c->payload, len);
+        xp_shm_ring_release(ring, h, (uint32_t)n);
+        return 1;
+    }
+}
+
+/* xp_shm_ring_take_gated without a gate. */
+static inline int xp_shm_ring_take(xp_shm_ring_t *ring, xp_tl_recv_fn fn, void *arg)
+{
+    return xp_shm_ring_take_gated(ring, fn, arg, NULL);
 }
 
 #endif
