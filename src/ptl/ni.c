@@ -179,20 +179,14 @@ static const xp_ni_map_t *map_get(const xp_ni_t *ni)
     return __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
 }
 
-int xp_ni_target_rank(const xp_ni_t *ni, ptl_process_t id)
+int xp_ni_target_rank_phys(const xp_ni_t *ni, ptl_process_t id)
 {
     xp_ptl_state_t *st = xp_ptl_state();
-    if (ni->physical) {
-        if (id.phys.pid >= (ptl_pid_t)st->size)
-            return -1;
-        if ((int)id.phys.nid != xp_node_of((int)id.phys.pid))
-            return -1;
-        return (int)id.phys.pid;
-    }
-    const xp_ni_map_t *map = map_get(ni);
-    if (id.rank >= map->size)
+    if (id.phys.pid >= (ptl_pid_t)st->size)
         return -1;
-    return map->rank[id.rank];
+    if ((int)id.phys.nid != xp_node_of((int)id.phys.pid))
+        return -1;
+    return (int)id.phys.pid;
 }
 
 ptl_process_t xp_ni_process_of(const xp_ni_t *ni, int rank)

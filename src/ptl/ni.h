@@ -86,9 +86,20 @@ void xp_ni_obj_release(xp_ni_t *ni, xp_ni_obj_kind_t kind);
 /* Status registers (PTL_SR_*): atomic increment. */
 void xp_ni_sr_inc(xp_ni_t *ni, ptl_sr_index_t reg);
 
+/* xp_ni_target_rank for a physical NI (out of line: it asks the runtime). */
+int xp_ni_target_rank_phys(const xp_ni_t *ni, ptl_process_t id);
+
 /* Job rank of a target given to PtlPut & co on this NI: logical rank through
- * the map, or (nid, pid) for physical NIs. -1 if invalid. */
-int xp_ni_target_rank(const xp_ni_t *ni, ptl_process_t id);
+ * the map, or (nid, pid) for physical NIs. -1 if invalid. Inline: every
+ * operation asks, and the logical case is two loads. */
+static inline int xp_ni_target_rank(const xp_ni_t *ni, ptl_process_t id)
+{
+    if (__builtin_expect(ni->physical, 0))
+        return xp_ni_target_rank_phys(ni, id);
+    /* A published map is immutable (see xp_ni_t::map). */
+    const xp_ni_map_t *map = __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
+    return id.rank < map->size ? map->rank[id.rank] : -1;
+}
 /* The ptl_process_t that names job rank `rank` on this NI (event.initiator). */
 ptl_process_t xp_ni_process_of(const xp_ni_t *ni, int rank);
 

@@ -36,6 +36,19 @@ static inline xp_status_t wire_send(int rank, const xp_pkt_t *h, const void *pay
                 : xp_tl_send(rank, hdr, hlen, payload, len);
 }
 
+/* wire_send of a request on a route the caller looked up and checked the
+ * length against (r NULL, or a NULL payload: xp_tl_send makes the checks). */
+static inline xp_status_t wire_send_route(const xp_tl_route_t *r, int rank, const xp_pkt_t *h,
+                                          const void *payload, size_t len)
+{
+    xp_wire_t w;
+    size_t hlen;
+    const void *hdr = xp_wire_encode(h, len, &w, &hlen);
+    if (__builtin_expect(r && (payload || !len), 1))
+        return xp_tl_route_send(r, rank, hdr, hlen, payload, len);
+    return xp_tl_send(rank, hdr, hlen, payload, len);
+}
+
 typedef struct xp_deferred {
     struct xp_deferred *next;
     int rank;
@@ -264,17 +277,21 @@ static void send_ev_post(void *arg)
 }
 
 /* Send an inline request and post its SEND event, in that order with
- * respect to the answer when the MD has an event queue. */
-static xp_status_t send_inline(int rank, xp_md_t *md, const xp_pkt_t *h, const void *payload,
-                               size_t len, void *user_ptr, ptl_size_t local_offset, int answer)
+ * respect to the answer when the MD has an event queue. r: the route to
+ * rank when the caller looked it up and checked the length against it
+ * (NULL: xp_tl_send makes the checks). */
+static inline xp_status_t send_inline(const xp_tl_route_t *r, int rank, xp_md_t *md,
+                                      const xp_pkt_t *h, const void *payload, size_t len,
+                                      void *user_ptr, ptl_size_t local_offset, int answer)
 {
     send_ev_t e = { md, user_ptr, h, local_offset };
+    xp_status_t rc;
     if (answer && md->eq)
         return send_then_event(rank, h, payload, len, send_ev_post, &e);
     /* The common small put: straight to the transport (xp_eng_send's
      * gather and handler cases do not apply), no SEND event to post when
      * the MD has no EQ and does not count sends. */
-    xp_status_t rc = wire_send(rank, h, payload, len, 0);
+    rc = wire_send_route(r, rank, h, payload, len);
     if (__builtin_expect(rc == XP_ERR_AGAIN, 0))
         rc = xp_eng_send(rank, h, payload, len, NULL, 0, 0);
     if (rc == XP_OK && (md->eq || (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))))
@@ -358,21 +375,50 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
 
 /* ---------------------------------------------------------------- requests */
 
-static void pkt_init(xp_pkt_t *h, xp_pkt_type_t type, const xp_md_t *md, ptl_pt_index_t pt_index,
-                     ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
-                     ptl_hdr_data_t hdr_data, ptl_size_t length)
+/* The process state once PtlInit succeeded, else NULL (PTL_NO_INIT):
+ * xp_ptl_initialized without a call. */
+static inline xp_ptl_state_t *ready_state(void)
 {
-    memset(h, 0, sizeof(*h));
-    h->type = (uint8_t)type;
-    h->slot = (uint8_t)md->ni->slot;
-    h->pt_index = pt_index;
-    h->md_handle = md->handle;
-    h->uid = xp_ptl_state()->uid;
-    h->match_bits = match_bits;
-    h->hdr_data = hdr_data;
-    h->rlength = length;
-    h->remote_offset = remote_offset;
-    h->user_ptr = (uint64_t)(uintptr_t)user_ptr;
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    return __builtin_expect(st && __atomic_load_n(&st->init_count, __ATOMIC_ACQUIRE) > 0, 1)
+               ? st
+               : NULL;
+}
+
+/* The MD behind a handle (generation-checked: NULL when stale or invalid). */
+static inline xp_md_t *md_lookup(xp_ptl_state_t *st, ptl_handle_md_t h)
+{
+    return xp_handle_lookup(&st->md_table, h);
+}
+
+/* The route for a request of `length` inline bytes to rank, NULL when the
+ * request must take the general path (unreachable rank, too large). */
+static inline const xp_tl_route_t *inline_route(int rank, size_t length)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    return r && r->max_packet >= sizeof(xp_pkt_t) && length <= r->max_packet - sizeof(xp_pkt_t)
+               ? r
+               : NULL;
+}
+
+/* One store per field, the rest zero (no clear-then-fill of 80 bytes). */
+static inline void pkt_init(xp_pkt_t *h, xp_ptl_state_t *st, xp_pkt_type_t type,
+                            const xp_md_t *md, ptl_pt_index_t pt_index,
+                            ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                            void *user_ptr, ptl_hdr_data_t hdr_data, ptl_size_t length)
+{
+    *h = (xp_pkt_t){
+        .type = (uint8_t)type,
+        .slot = (uint8_t)md->ni->slot,
+        .pt_index = pt_index,
+        .md_handle = md->handle,
+        .uid = st->uid,
+        .match_bits = match_bits,
+        .hdr_data = hdr_data,
+        .rlength = length,
+        .remote_offset = remote_offset,
+        .user_ptr = (uint64_t)(uintptr_t)user_ptr,
+    };
 }
 
 /* Segments of md covering [off, off+len) for the target's RMA. */
@@ -428,64 +474,82 @@ static void undeliverable(xp_md_t *md, const xp_pkt_t *h, int expects_answer, xp
         xp_md_unexpect((get_md ? get_md : md));
 }
 
-int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
-           ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
-           ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
-           ptl_hdr_data_t hdr_data)
+/* PtlPut's cases other than a contiguous inline payload on a known route:
+ * unreachable rank, scattered (iovec) data, RMA. */
+static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp_pkt_t *h,
+                                                        ptl_size_t local_offset,
+                                                        ptl_size_t length, void *user_ptr)
 {
-    xp_md_t *md;
-    xp_pkt_t h;
-    int rank, rma, answer;
-    size_t inl;
+    int rma, answer = h->ack_req != PTL_NO_ACK_REQ;
+    size_t inl = xp_eng_inline_max(rank);
     xp_status_t rc;
 
-    if (__builtin_expect(!xp_ptl_initialized(), 0))
-        return PTL_NO_INIT;
-    md = xp_md_from_handle(md_handle);
-    if (!md || (unsigned)ack_req > PTL_OC_ACK_REQ || !check_range(md, local_offset, length))
-        return PTL_ARG_INVALID;
-    rank = xp_ni_target_rank(md->ni, target_id);
-    if (rank < 0)
-        return PTL_ARG_INVALID;
-    pkt_init(&h, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data, length);
-    h.ack_req = (uint8_t)ack_req;
-    h.local_offset = local_offset;
-    /* The packet limit is looked up once; a plain (iovec-less) MD is
-     * contiguous without asking the region. */
-    inl = xp_eng_inline_max(rank);
     rma = length > inl ||
           (md->region.iov && !xp_region_contiguous(&md->region, local_offset, length));
     if (rma && length <= inl) {
         /* Small but scattered: gather it into the packet. */
         unsigned char buf[length ? length : 1];
         xp_region_read(&md->region, local_offset, buf, length);
-        answer = ack_req != PTL_NO_ACK_REQ;
         if (answer)
             xp_md_expect(md);
-        rc = send_inline(rank, md, &h, buf, length, user_ptr, local_offset, answer);
-        goto sent_inline;
-    }
-    if (rma) {
+        rc = send_inline(NULL, rank, md, h, buf, length, user_ptr, local_offset, answer);
+    } else if (rma) {
         xp_seg_t segs[MAX_SEGS];
-        int n = rma_segs("PtlPut", rank, md, local_offset, length, &h, segs);
+        int n = rma_segs("PtlPut", rank, md, local_offset, length, h, segs);
         if (n < 0)
             return -n; /* the Portals error code */
         /* The SEND event waits for the target's completion (it reads our buffer). */
         xp_md_expect(md);
-        rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
-        if (rc != XP_OK)
-            undeliverable(md, &h, 1, NULL, 0);
-        return PTL_OK;
+        rc = xp_eng_send(rank, h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
+        answer = 1;
+    } else {
+        if (answer)
+            xp_md_expect(md);
+        rc = send_inline(NULL, rank, md, h, xp_region_addr(&md->region, local_offset), length,
+                         user_ptr, local_offset, answer);
     }
+    if (rc != XP_OK)
+        undeliverable(md, h, answer, NULL, 0);
+    return PTL_OK;
+}
+
+int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+           ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+           ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+           ptl_hdr_data_t hdr_data)
+{
+    xp_ptl_state_t *st = ready_state();
+    const xp_tl_route_t *r;
+    xp_md_t *md;
+    xp_pkt_t h;
+    int rank, answer;
+    xp_status_t rc;
+
+    if (!st)
+        return PTL_NO_INIT;
+    md = md_lookup(st, md_handle);
+    if (!md || (unsigned)ack_req > PTL_OC_ACK_REQ || !check_range(md, local_offset, length))
+        return PTL_ARG_INVALID;
+    rank = xp_ni_target_rank(md->ni, target_id);
+    if (rank < 0)
+        return PTL_ARG_INVALID;
+    pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+             length);
+    h.ack_req = (uint8_t)ack_req;
+    h.local_offset = local_offset;
+    /* The fast case: a plain (iovec-less, so contiguous) MD and a payload
+     * that fits one packet of the route. */
+    r = inline_route(rank, length);
+    if (__builtin_expect(!r || md->region.iov, 0))
+        return put_general(rank, md, &h, local_offset, length, user_ptr);
     answer = ack_req != PTL_NO_ACK_REQ;
     if (answer)
         xp_md_expect(md);
-    rc = send_inline(rank, md, &h, xp_region_addr(&md->region, local_offset), length, user_ptr,
-                     local_offset, answer);
-sent_inline:
+    rc = send_inline(r, rank, md, &h, (char *)((uintptr_t)md->region.start + local_offset),
+                     length, user_ptr, local_offset, answer);
     /* On success the payload was copied into the transport and the SEND
      * event posted: the buffer is free again. */
-    if (rc != XP_OK)
+    if (__builtin_expect(rc != XP_OK, 0))
         undeliverable(md, &h, answer, NULL, 0);
     return PTL_OK;
 }
@@ -504,10 +568,11 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     int rank;
     xp_status_t rc;
 
-    if (!xp_ptl_initialized())
+    xp_ptl_state_t *st = ready_state();
+    if (!st)
         return PTL_NO_INIT;
-    md = xp_md_from_handle(md1_handle);
-    md2 = len2 ? xp_md_from_handle(md2_handle) : md;
+    md = md_lookup(st, md1_handle);
+    md2 = len2 ? md_lookup(st, md2_handle) : md;
     if (!md || !md2 || md2->ni != md->ni || (ack_req != PTL_ACK_REQ && ack_req != PTL_CT_ACK_REQ))
         return PTL_ARG_INVALID;
     if (!check_range(md, off1, len1) || !check_range(md2, off2, len2) ||
@@ -516,7 +581,7 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     rank = xp_ni_target_rank(md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    pkt_init(&h, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+    pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
              len1 + len2);
     h.ack_req = (uint8_t)ack_req;
     h.flags = (uint8_t)flags;
@@ -526,7 +591,7 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
         unsigned char buf[len1 + len2 ? len1 + len2 : 1];
         xp_region_read(&md->region, off1, buf, len1);
         xp_region_read(&md2->region, off2, buf + len1, len2);
-        rc = send_inline(rank, md, &h, buf, len1 + len2, user_ptr, off1, 1);
+        rc = send_inline(NULL, rank, md, &h, buf, len1 + len2, user_ptr, off1, 1);
         if (rc != XP_OK)
             undeliverable(md, &h, 1, NULL, 0);
         return PTL_OK;
@@ -564,23 +629,30 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     int rank, n = 0;
     xp_status_t rc;
 
-    if (!xp_ptl_initialized())
+    xp_ptl_state_t *st = ready_state();
+    const xp_tl_route_t *r;
+    if (!st)
         return PTL_NO_INIT;
-    md = xp_md_from_handle(md_handle);
+    md = md_lookup(st, md_handle);
     if (!md || !check_range(md, local_offset, length))
         return PTL_ARG_INVALID;
     rank = xp_ni_target_rank(md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    pkt_init(&h, XP_PKT_GET, md, pt_index, match_bits, remote_offset, user_ptr, 0, length);
+    pkt_init(&h, st, XP_PKT_GET, md, pt_index, match_bits, remote_offset, user_ptr, 0, length);
     h.local_offset = local_offset;
-    if (length > xp_eng_inline_max(rank)) {
+    /* A reply that fits one packet comes inline: the request is a bare
+     * header, sent straight on the route when there is one. */
+    r = inline_route(rank, length);
+    if (!r && length > xp_eng_inline_max(rank)) {
         n = rma_segs("PtlGet", rank, md, local_offset, length, &h, segs);
         if (n < 0)
             return -n; /* the Portals error code */
     }
     xp_md_expect(md);
-    rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
+    rc = r ? xp_tl_route_send(r, rank, &h, sizeof(h), NULL, 0) : XP_ERR_AGAIN;
+    if (rc == XP_ERR_AGAIN)
+        rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
     if (rc != XP_OK) {
         md_count(md, PTL_MD_EVENT_CT_REPLY, 0, 0);
         md_event(md, PTL_EVENT_REPLY, PTL_NI_UNDELIVERABLE, user_ptr, &h, local_offset);
@@ -590,7 +662,7 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
 }
 
 /* Common body of the three atomic calls. get_md is NULL for PtlAtomic. */
-static int atomic_common(xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *put_md,
+static int atomic_common(xp_ptl_state_t *st, xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *put_md,
                          ptl_size_t local_put_offset, ptl_size_t length, ptl_ack_req_t ack_req,
                          ptl_process_t target_id, ptl_pt_index_t pt_index,
                          ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
@@ -614,7 +686,7 @@ static int atomic_common(xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *
     rank = xp_ni_target_rank(put_md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    pkt_init(&h, kind == XP_ATOMIC_PLAIN ? XP_PKT_ATOMIC : kind == XP_ATOMIC_FETCH ? XP_PKT_FETCH : XP_PKT_SWAP,
+    pkt_init(&h, st, kind == XP_ATOMIC_PLAIN ? XP_PKT_ATOMIC : kind == XP_ATOMIC_FETCH ? XP_PKT_FETCH : XP_PKT_SWAP,
              get_md ? get_md : put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data, length);
     h.ack_req = (uint8_t)(get_md ? PTL_NO_ACK_REQ : ack_req);
     h.atomic_op = (uint8_t)op;
@@ -622,6 +694,7 @@ static int atomic_common(xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *
     h.local_offset = get_md ? local_get_offset : local_put_offset;
 
     unsigned char buf[length + 32];
+    const void *payload = buf;
     size_t oplen = 0;
     if (kind == XP_ATOMIC_SWAP && op != PTL_SWAP) {
         memcpy(buf, operand, esize);
@@ -629,12 +702,18 @@ static int atomic_common(xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *
         h.flags |= 0; /* operand first, data after: nseg carries the operand length */
         h.nseg = (uint32_t)oplen;
     }
-    xp_region_read(&put_md->region, local_put_offset, buf + oplen, length);
+    /* The operand data of a plain MD goes to the transport from where it
+     * is (the transport copies it before the send returns). */
+    if (!oplen && !put_md->region.iov)
+        payload = (const char *)((uintptr_t)put_md->region.start + local_put_offset);
+    else
+        xp_region_read(&put_md->region, local_put_offset, buf + oplen, length);
 
     answer = get_md ? 1 : ack_req != PTL_NO_ACK_REQ;
     if (answer)
         xp_md_expect((get_md ? get_md : put_md));
-    rc = send_inline(rank, put_md, &h, buf, oplen + length, user_ptr, local_put_offset, answer);
+    rc = send_inline(inline_route(rank, oplen + length), rank, put_md, &h, payload,
+                     oplen + length, user_ptr, local_put_offset, answer);
     if (rc != XP_OK) {
         h.local_offset = local_put_offset;
         undeliverable(put_md, &h, answer, get_md, local_get_offset);
@@ -647,13 +726,14 @@ int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t len
               ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
               ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype)
 {
+    xp_ptl_state_t *st = ready_state();
     xp_md_t *md;
-    if (!xp_ptl_initialized())
+    if (!st)
         return PTL_NO_INIT;
-    md = xp_md_from_handle(md_handle);
+    md = md_lookup(st, md_handle);
     if (!md || (unsigned)ack_req > PTL_OC_ACK_REQ)
         return PTL_ARG_INVALID;
-    return atomic_common(NULL, 0, md, local_offset, length, ack_req, target_id, pt_index,
+    return atomic_common(st, NULL, 0, md, local_offset, length, ack_req, target_id, pt_index,
                          match_bits, remote_offset, user_ptr, hdr_data, NULL, operation, datatype,
                          XP_ATOMIC_PLAIN);
 }
@@ -664,14 +744,15 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
                    ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
                    ptl_op_t operation, ptl_datatype_t datatype)
 {
+    xp_ptl_state_t *st = ready_state();
     xp_md_t *get_md, *put_md;
-    if (!xp_ptl_initialized())
+    if (!st)
         return PTL_NO_INIT;
-    get_md = xp_md_from_handle(get_md_handle);
-    put_md = xp_md_from_handle(put_md_handle);
+    get_md = md_lookup(st, get_md_handle);
+    put_md = md_lookup(st, put_md_handle);
     if (!get_md || !put_md)
         return PTL_ARG_INVALID;
-    return atomic_common(get_md, local_get_offset, put_md, local_put_offset, length,
+    return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
                          PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset, user_ptr,
                          hdr_data, NULL, operation, datatype, XP_ATOMIC_FETCH);
 }
@@ -682,14 +763,15 @@ int PtlSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
             ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
             const void *operand, ptl_op_t operation, ptl_datatype_t datatype)
 {
+    xp_ptl_state_t *st = ready_state();
     xp_md_t *get_md, *put_md;
-    if (!xp_ptl_initialized())
+    if (!st)
         return PTL_NO_INIT;
-    get_md = xp_md_from_handle(get_md_handle);
-    put_md = xp_md_from_handle(put_md_handle);
+    get_md = md_lookup(st, get_md_handle);
+    put_md = md_lookup(st, put_md_handle);
     if (!get_md || !put_md)
         return PTL_ARG_INVALID;
-    return atomic_common(get_md, local_get_offset, put_md, local_put_offset, length,
+    return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
                          PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset, user_ptr,
                          hdr_data, operand, operation, datatype, XP_ATOMIC_SWAP);
 }

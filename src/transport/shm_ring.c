@@ -136,23 +136,10 @@ xp_status_t xp_shm_ring_push_end(xp_shm_ring_t *ring, uint64_t *cached_head, int
     return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 0, end);
 }
 
-xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
-                                    const void *hdr, size_t hdr_len, const void *data,
-                                    size_t data_len)
+xp_status_t xp_shm_ring_push_single_slow(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                                         const void *hdr, size_t hdr_len, const void *data,
+                                         size_t data_len)
 {
-    /* The common case inline: no wrap, room known from the cached head. */
-    size_t len = hdr_len + data_len;
-    uint32_t ncells = ring->ncells, need = cells_for(len);
-    uint64_t t = xp_load_relaxed(&ring->tail);
-    uint32_t idx = (uint32_t)(t & (ncells - 1));
-    if (__builtin_expect(len <= xp_shm_ring_max_packet(ring) && idx + need <= ncells &&
-                         (int64_t)(t + need - xp_load_relaxed(cached_head)) <= (int64_t)ncells, 1)) {
-        xp_shm_cell_t *c = &ring->cells[idx];
-        xp_store_release(&ring->tail, t + need);
-        fill(c, (uint32_t)len, src, hdr, hdr_len, data, data_len);
-        xp_store_release(&c->seq, t);
-        return XP_OK;
-    }
     return push(ring, cached_head, src, hdr, hdr_len, data, data_len, 1, NULL);
 }
 

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "transport/transport.h"
 #include "util/atomic.h"
@@ -72,13 +73,61 @@ xp_status_t xp_shm_ring_push(xp_shm_ring_t *ring, uint64_t *cached_head, int src
 xp_status_t xp_shm_ring_push_end(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
                                  const void *hdr, size_t hdr_len, const void *data,
                                  size_t data_len, uint64_t *end);
+/* xp_shm_ring_push_single's cases other than the common one (wrap, full
+ * by the cached head, too large). */
+xp_status_t xp_shm_ring_push_single_slow(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
+                                         const void *hdr, size_t hdr_len, const void *data,
+                                         size_t data_len);
+
+/* Copy n bytes, without a library call up to 16 (a small payload). */
+static inline void xp_shm_copy_small(unsigned char *dst, const void *src, size_t n)
+{
+    const unsigned char *s = src;
+    if (n > 16) {
+        memcpy(dst, s, n);
+    } else if (n >= 8) {
+        __builtin_memcpy(dst, s, 8);
+        __builtin_memcpy(dst + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        __builtin_memcpy(dst, s, 4);
+        __builtin_memcpy(dst + n - 4, s + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = s[i];
+    }
+}
+
 /* Append one packet to a ring that has ONE producer (the caller guarantees
  * that no other thread or process pushes to it concurrently): no locked
  * instruction, the tail is advanced with a plain release store. Same
- * results as xp_shm_ring_push. Never mix the two on one ring. */
-xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head, int src,
-                                    const void *hdr, size_t hdr_len, const void *data,
-                                    size_t data_len);
+ * results as xp_shm_ring_push. Never mix the two on one ring. Inline: the
+ * common case (no wrap, room known from the cached head) is a few loads
+ * and stores around the copies. */
+static inline xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head,
+                                                  int src, const void *hdr, size_t hdr_len,
+                                                  const void *data, size_t data_len)
+{
+    size_t len = hdr_len + data_len;
+    size_t need = (XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL;
+    uint32_t ncells = ring->ncells;
+    uint64_t t = xp_load_relaxed(&ring->tail);
+    uint32_t idx = (uint32_t)(t & (ncells - 1));
+    /* need <= ncells / 2 is len <= xp_shm_ring_max_packet(ring). */
+    if (__builtin_expect(need <= ncells / 2 && idx + need <= ncells &&
+                             (int64_t)(t + need - xp_load_relaxed(cached_head)) <= (int64_t)ncells,
+                         1)) {
+        xp_shm_cell_t *c = &ring->cells[idx];
+        xp_store_release(&ring->tail, t + need);
+        c->len = (uint32_t)len;
+        c->src = src;
+        if (hdr_len)
+            memcpy(c->payload, hdr, hdr_len);
+        xp_shm_copy_small(c->payload + hdr_len, data, data_len);
+        xp_store_release(&c->seq, t);
+        return XP_OK;
+    }
+    return xp_shm_ring_push_single_slow(ring, cached_head, src, hdr, hdr_len, data, data_len);
+}
 /* Deliver up to budget packets to fn. One consumer at a time (the caller
  * serialises); returns the number delivered, or -1 if the ring is corrupt. */
 int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg);

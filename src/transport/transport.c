@@ -45,20 +45,11 @@ typedef struct tl_open {
     xp_tl_t *tl;
 } tl_open_t;
 
-typedef struct tl_route {
-    const xp_tl_ops_t *ops; /* NULL: unreachable */
-    xp_tl_t *tl;
-    size_t max_packet;
-    uint32_t caps;
-    xp_status_t (*send_excl)(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
-                             const void *data, size_t data_len); /* send when it has none */
-} tl_route_t;
-
 struct xp_tl_state {
+    xp_tl_routes_t rt;       /* first: read by the inline xp_tl_route */
     xp_tl_params_t params;   /* transports keep a pointer to it */
-    int nopen, size;
+    int nopen;
     tl_open_t open[TL_MAX_OPEN];
-    tl_route_t *routes;      /* one per rank */
     xp_doorbell_t local_doorbell; /* when no transport offers a shared one */
     long spins;              /* xp_tl_spin_count() */
     /* xp_tl_pending's table, built once: waiters call it in every spin. */
@@ -139,15 +130,20 @@ static xp_status_t open_list(struct xp_tl_state *st, const char *list)
 
 static void build_routes(struct xp_tl_state *st)
 {
-    for (int r = 0; r < st->size; r++) {
+    for (int r = 0; r < st->rt.size; r++) {
         for (int i = 0; i < st->nopen; i++) {
             const xp_tl_ops_t *ops = st->open[i].ops;
             xp_tl_t *tl = st->open[i].tl;
             if (!ops->reaches(tl, r))
                 continue;
-            st->routes[r] = (tl_route_t){ops, tl, ops->max_packet,
-                                         OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps,
-                                         OPS_HAS(ops, send_excl) ? ops->send_excl : ops->send};
+            st->rt.routes[r] = (xp_tl_route_t){
+                .send = ops->send,
+                .send_excl = OPS_HAS(ops, send_excl) ? ops->send_excl : ops->send,
+                .tl = tl,
+                .max_packet = ops->max_packet,
+                .caps = OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps,
+                .ops = ops,
+            };
             break;
         }
     }
@@ -210,9 +206,9 @@ xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg)
     st->params.recv = recv;
     st->params.recv_arg = recv_arg;
     xp_doorbell_init(&st->local_doorbell);
-    st->size = xp_size();
-    st->routes = calloc((size_t)st->size, sizeof *st->routes);
-    xp_status_t s = st->routes ? open_list(st, xp_config()->transports) : XP_ERR_NO_MEMORY;
+    st->rt.size = xp_size();
+    st->rt.routes = calloc((size_t)st->rt.size, sizeof *st->rt.routes);
+    xp_status_t s = st->rt.routes ? open_list(st, xp_config()->transports) : XP_ERR_NO_MEMORY;
     if (s != XP_OK)
         goto err_close;
     build_routes(st);
@@ -221,7 +217,7 @@ xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg)
     return XP_OK;
 err_close:
     close_all(st);
-    free(st->routes);
+    free(st->rt.routes);
     free(st);
     return s;
 }
@@ -233,16 +229,8 @@ void xp_tl_fini(void)
         return;
     xp_ctx.tl = NULL;
     close_all(st);
-    free(st->routes);
+    free(st->rt.routes);
     free(st);
-}
-
-static inline const tl_route_t *route_of(int rank)
-{
-    struct xp_tl_state *st = xp_ctx.tl;
-    if (!st || rank < 0 || rank >= st->size)
-        return NULL;
-    return &st->routes[rank];
 }
 
 static xp_status_t route_error(int rank)
@@ -250,17 +238,18 @@ static xp_status_t route_error(int rank)
     struct xp_tl_state *st = xp_ctx.tl;
     if (!st)
         return XP_ERR_NOT_INIT;
-    if (rank < 0 || rank >= st->size)
+    if (rank < 0 || rank >= st->rt.size)
         return XP_ERR_INVALID;
     return XP_ERR_NOT_FOUND;
 }
 
 /* The checks both sends make; NULL (with *err set) when the send must fail. */
-static inline const tl_route_t *send_route(int rank, const void *hdr, size_t hdr_len,
-                                           const void *data, size_t data_len, xp_status_t *err)
+static inline const xp_tl_route_t *send_route(int rank, const void *hdr, size_t hdr_len,
+                                              const void *data, size_t data_len,
+                                              xp_status_t *err)
 {
-    const tl_route_t *r = route_of(rank);
-    if (!r || !r->ops) {
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (!r) {
         *err = route_error(rank);
         return NULL;
     }
@@ -272,23 +261,22 @@ static inline const tl_route_t *send_route(int rank, const void *hdr, size_t hdr
         *err = XP_ERR_INVALID;
         return NULL;
     }
-    xp_tsan_message_out();
     return r;
 }
 
 xp_status_t xp_tl_send(int rank, const void *hdr, size_t hdr_len, const void *data, size_t data_len)
 {
     xp_status_t err;
-    const tl_route_t *r = send_route(rank, hdr, hdr_len, data, data_len, &err);
-    return r ? r->ops->send(r->tl, rank, hdr, hdr_len, data, data_len) : err;
+    const xp_tl_route_t *r = send_route(rank, hdr, hdr_len, data, data_len, &err);
+    return r ? xp_tl_route_send(r, rank, hdr, hdr_len, data, data_len) : err;
 }
 
 xp_status_t xp_tl_send_excl(int rank, const void *hdr, size_t hdr_len, const void *data,
                             size_t data_len)
 {
     xp_status_t err;
-    const tl_route_t *r = send_route(rank, hdr, hdr_len, data, data_len, &err);
-    return r ? r->send_excl(r->tl, rank, hdr, hdr_len, data, data_len) : err;
+    const xp_tl_route_t *r = send_route(rank, hdr, hdr_len, data, data_len, &err);
+    return r ? xp_tl_route_send_excl(r, rank, hdr, hdr_len, data, data_len) : err;
 }
 
 int xp_tl_progress(void)
@@ -335,21 +323,21 @@ int xp_tl_pending(void)
 
 size_t xp_tl_max_packet(int rank)
 {
-    const tl_route_t *r = route_of(rank);
-    return r && r->ops ? r->max_packet : 0;
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    return r ? r->max_packet : 0;
 }
 
 uint32_t xp_tl_caps(int rank)
 {
-    const tl_route_t *r = route_of(rank);
-    return r && r->ops ? r->caps : 0;
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    return r ? r->caps : 0;
 }
 
 static xp_status_t rma(int rank, int do_write, const struct iovec *local, int nlocal,
                        const struct iovec *remote, int nremote)
 {
-    const tl_route_t *r = route_of(rank);
-    if (!r || !r->ops)
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (!r)
         return route_error(rank);
     if (!(r->caps & XP_TL_CAP_RMA))
         return XP_ERR_UNSUPPORTED;

@@ -18,6 +18,8 @@
 #include <sys/uio.h>
 
 #include "util/atomic.h"
+#include "util/context.h"
+#include "util/tsan.h"
 #include "xportals/status.h"
 
 enum {
@@ -103,6 +105,58 @@ typedef struct xp_tl_ops {
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
+
+typedef xp_status_t (*xp_tl_send_fn)(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                                     const void *data, size_t data_len);
+
+/* How packets reach one peer, resolved once by xp_tl_init: the route's
+ * transport, its send functions and limits. Valid until xp_tl_fini. */
+typedef struct xp_tl_route {
+    xp_tl_send_fn send;      /* NULL: the peer is unreachable */
+    xp_tl_send_fn send_excl; /* ops->send_excl, or ops->send when it has none */
+    xp_tl_t *tl;
+    size_t max_packet;       /* largest hdr_len + data_len */
+    uint32_t caps;           /* XP_TL_CAP_* towards this peer */
+    const xp_tl_ops_t *ops;
+} xp_tl_route_t;
+
+/* The head of the manager's state (xp_ctx.tl points to a struct that starts
+ * with it), so that the route lookup below is inline: the engine looks up a
+ * route for every packet it sends. */
+typedef struct xp_tl_routes {
+    int size;                /* job size: one route per rank */
+    xp_tl_route_t *routes;
+} xp_tl_routes_t;
+
+/* The route to `rank`; NULL before xp_tl_init, for a bad rank, or when no
+ * transport reaches it. */
+static inline const xp_tl_route_t *xp_tl_route(int rank)
+{
+    const xp_tl_routes_t *rt = (const xp_tl_routes_t *)(const void *)xp_ctx.tl;
+    if (__builtin_expect(!rt || (unsigned)rank >= (unsigned)rt->size, 0))
+        return NULL;
+    const xp_tl_route_t *r = &rt->routes[rank];
+    return __builtin_expect(r->send != NULL, 1) ? r : NULL;
+}
+
+/* xp_tl_send on a route the caller looked up, without xp_tl_send's argument
+ * checks, which the caller has made: hdr != NULL, data != NULL when
+ * data_len > 0, hdr_len + data_len <= r->max_packet. */
+static inline xp_status_t xp_tl_route_send(const xp_tl_route_t *r, int rank, const void *hdr,
+                                           size_t hdr_len, const void *data, size_t data_len)
+{
+    xp_tsan_message_out();
+    return r->send(r->tl, rank, hdr, hdr_len, data, data_len);
+}
+
+/* The same for xp_tl_send_excl (the caller holds the engine's poll lock). */
+static inline xp_status_t xp_tl_route_send_excl(const xp_tl_route_t *r, int rank,
+                                                const void *hdr, size_t hdr_len,
+                                                const void *data, size_t data_len)
+{
+    xp_tsan_message_out();
+    return r->send_excl(r->tl, rank, hdr, hdr_len, data, data_len);
+}
 
 /* Open the transports named in XP_TRANSPORTS for this job (needs xp_init).
  * Packets are handed to recv; every arrival rings the process doorbell. */

@@ -427,6 +427,10 @@ static void md_bind(ptl_handle_ni_t ni, ptl_handle_ct_t ct, ptl_handle_eq_t eq)
     XP_CHECK_EQ(PtlPut(h2, 0, 8, PTL_NO_ACK_REQ, me, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlPut(ct, 0, 8, PTL_NO_ACK_REQ, me, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlGet(h2, 0, 8, me, 3, 0, 0, NULL), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlAtomic(h2, 0, 8, PTL_NO_ACK_REQ, me, 3, 0, 0, NULL, 0, PTL_SUM, PTL_INT64_T),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlFetchAtomic(h2, 0, h2, 0, 8, me, 3, 0, 0, NULL, 0, PTL_SUM, PTL_INT64_T),
+                PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlMDRelease(h2), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlMDRelease(eq), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlNIHandle(h2, &nh), PTL_ARG_INVALID);

@@ -365,8 +365,56 @@ static void test_gated_poll(void)
     free(gate);
 }
 
+typedef struct small_rx {
+    unsigned char buf[64];
+    size_t len;
+    int n;
+} small_rx_t;
+
+static void small_packet(void *arg, int src, const void *pkt, size_t len)
+{
+    small_rx_t *rx = arg;
+    rx->n++;
+    rx->len = len;
+    if (len <= sizeof rx->buf)
+        memcpy(rx->buf, pkt, len);
+}
+
+/* The single push's inline copies (no library call for a payload up to 16
+ * bytes): every header and payload size from 0 to 24, byte-exact, across
+ * the ring's wrap. */
+static void test_single_small_sizes(void)
+{
+    size_t bytes = xp_shm_ring_bytes(16);
+    xp_shm_ring_t *r = calloc(1, bytes);
+    XP_REQUIRE(r);
+    xp_shm_ring_init_zeroed(r, 16);
+    uint64_t cached = 0;
+    unsigned char hdr[24], data[24], want[48];
+    for (size_t hl = 0; hl <= 24; hl++) {
+        for (size_t dl = 0; dl <= 24; dl++) {
+            for (size_t i = 0; i < hl; i++)
+                hdr[i] = (unsigned char)(hl * 31 + dl * 7 + i);
+            for (size_t i = 0; i < dl; i++)
+                data[i] = (unsigned char)(0x80 + hl + dl * 3 + i);
+            memcpy(want, hdr, hl);
+            memcpy(want + hl, data, dl);
+            small_rx_t rx = {{0}, 0, 0};
+            XP_CHECK_EQ(xp_shm_ring_push_single(r, &cached, 3, hl ? hdr : NULL, hl,
+                                                dl ? data : NULL, dl),
+                        XP_OK);
+            XP_CHECK_EQ(xp_shm_ring_poll(r, 4, small_packet, &rx), 1);
+            XP_CHECK_EQ(rx.n, 1);
+            XP_CHECK_EQ(rx.len, hl + dl);
+            XP_CHECK(!memcmp(rx.buf, want, hl + dl));
+        }
+    }
+    free(r);
+}
+
 int main(void)
 {
+    test_single_small_sizes();
     test_full_and_overflow();
     test_single_producer();
     test_gated_poll();

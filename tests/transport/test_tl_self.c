@@ -126,6 +126,31 @@ static void check_bad_args(void)
     XP_CHECK_EQ(xp_tl_init(on_packet, NULL), XP_ERR_EXISTS);
 }
 
+/* The inline route lookup agrees with the checked calls; bad ranks have none. */
+static void check_route(rx_t *rx)
+{
+    int me = xp_rank();
+    const xp_tl_route_t *r = xp_tl_route(me);
+    XP_REQUIRE(r);
+    XP_CHECK_EQ(r->max_packet, xp_tl_max_packet(me));
+    XP_CHECK_EQ(r->caps, xp_tl_caps(me));
+    XP_CHECK(r->send && r->send_excl && r->ops);
+    XP_CHECK(xp_tl_route(-1) == NULL);
+    XP_CHECK(xp_tl_route(xp_size()) == NULL);
+    XP_CHECK(xp_tl_route(1 << 30) == NULL);
+    unsigned char hdr[8] = {1, 2, 3, 4, 5, 6, 7, 8}, data[3] = {9, 10, 11};
+    for (int excl = 0; excl < 2; excl++) {
+        long before = rx->count;
+        XP_CHECK_EQ(excl ? xp_tl_route_send_excl(r, me, hdr, sizeof hdr, data, sizeof data)
+                         : xp_tl_route_send(r, me, hdr, sizeof hdr, data, sizeof data),
+                    XP_OK);
+        while (rx->count == before)
+            xp_tl_progress();
+        XP_CHECK_EQ(rx->last_len, sizeof hdr + sizeof data);
+        XP_CHECK(!memcmp(rx->buf, hdr, sizeof hdr) && !memcmp(rx->buf + 8, data, sizeof data));
+    }
+}
+
 /* One whole run in a child process with XP_TRANSPORTS=list; returns its exit code. */
 static int run_child(const char *list, int (*body)(void))
 {
@@ -146,8 +171,10 @@ static int full_run(void)
     static rx_t rx;
     XP_REQUIRE(xp_init(NULL, NULL) == XP_OK);
     XP_CHECK_EQ(xp_tl_send(0, "x", 1, NULL, 0), XP_ERR_NOT_INIT);
+    XP_CHECK(xp_tl_route(0) == NULL);
     XP_CHECK_EQ(xp_tl_init(NULL, NULL), XP_ERR_INVALID);
     XP_REQUIRE(xp_tl_init(on_packet, &rx) == XP_OK);
+    check_route(&rx);
     check_loopback(&rx);
     check_rma();
     check_doorbell();
@@ -156,6 +183,7 @@ static int full_run(void)
     xp_tl_fini();
     xp_tl_fini();
     XP_CHECK_EQ(xp_tl_send(0, "x", 1, NULL, 0), XP_ERR_NOT_INIT);
+    XP_CHECK(xp_tl_route(0) == NULL);
     xp_finalize();
     return xp_test_result();
 }
