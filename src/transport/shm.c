@@ -96,6 +96,8 @@ typedef struct shm_peer {
     xp_shm_ring_t *lane_req, *lane_ans;
     uint64_t req_cached_head, ans_cached_head;
     uintptr_t req_owner;   /* xp_thread_id() of lane_req's producer; 0: none yet */
+    uintptr_t fast_owner;  /* req_owner once it has announced lane_req (req_on), else
+                            * 0: the one compare of shm_send's common case */
     uint64_t owner_seen;   /* owner only: other_end value known delivered */
     void *lane_hdr;        /* its pair object's pair_hdr_t */
     int lane_index;        /* our first lane's index in it */
@@ -523,6 +525,7 @@ static xp_status_t send_owner(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_
     if (__builtin_expect(!p->req_on, 0)) {
         activate(p, 0);
         p->req_on = 1;
+        xp_store_relaxed(&p->fast_owner, xp_thread_id());
     }
     return pushed(p, xp_shm_ring_push_single(p->lane_req, &p->req_cached_head, s->rank, hdr,
                                              hdr_len, data, data_len));
@@ -555,14 +558,11 @@ static xp_status_t send_other(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_
     return pushed(p, st);
 }
 
-static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
-                            const void *data, size_t data_len)
+/* shm_send's cases other than the lane owner's common one. */
+static __attribute__((noinline)) xp_status_t send_general(shm_tl_t *s, shm_peer_t *p,
+                                                          const void *hdr, size_t hdr_len,
+                                                          const void *data, size_t data_len)
 {
-    shm_tl_t *s = (shm_tl_t *)tl;
-    shm_peer_t *p = &s->peers[rank];
-    /* No size check here: transport.c's send_route checked hdr_len +
-     * data_len against this route's max_packet (SHM_MAX_PACKET) already,
-     * and the ring's push checks its own limit. */
     if (xp_load_relaxed(&p->dead))
         return XP_ERR_PEER_DEAD;
     if (p->lane_req)
@@ -570,6 +570,32 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
                            : send_other(s, p, hdr, hdr_len, data, data_len);
     return pushed(p, xp_shm_ring_push(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data,
                                       data_len));
+}
+
+static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                            const void *data, size_t data_len)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    shm_peer_t *p = &s->peers[rank];
+    /* No size check here: transport.c's send_route checked hdr_len +
+     * data_len against this route's max_packet (SHM_MAX_PACKET) already
+     * (xp_tl_route_send's callers do), and the ring's push checks its own
+     * limit too. The common case is send_owner's with the lane announced
+     * and nothing of other threads' waiting in the inbox, in one compare
+     * of the owner and a load of other_end; the rest goes out of line. */
+    if (__builtin_expect(xp_load_relaxed(&p->fast_owner) == xp_thread_id() &&
+                             !xp_load_relaxed(&p->dead) &&
+                             xp_load_acquire(&p->other_end) == p->owner_seen,
+                         1)) {
+        xp_status_t st = xp_shm_ring_push_single(p->lane_req, &p->req_cached_head, s->rank, hdr,
+                                                 hdr_len, data, data_len);
+        if (__builtin_expect(st == XP_OK, 1)) {
+            xp_shm_doorbell_ring_fenced(p->db, p->fence);
+            return XP_OK;
+        }
+        return pushed(p, st);
+    }
+    return send_general(s, p, hdr, hdr_len, data, data_len);
 }
 
 /* Answers: the engine serialises these callers (its poll lock), so they
