@@ -513,6 +513,48 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
     return PTL_OK;
 }
 
+/* PtlPut after its argument checks, with the full header: every case but
+ * the compact one. tried: NULL, or the result of the compact form's first
+ * send (XP_ERR_AGAIN or a failure; its answer is expected already). */
+static __attribute__((noinline, cold)) int
+put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl_size_t length,
+         ptl_ack_req_t ack_req, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+         ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+         const xp_status_t *tried)
+{
+    const xp_tl_route_t *r;
+    xp_pkt_t h;
+    int answer = ack_req != PTL_NO_ACK_REQ;
+    const void *payload = (const char *)((uintptr_t)md->region.start + local_offset);
+    xp_status_t rc;
+
+    pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+             length);
+    h.ack_req = (uint8_t)ack_req;
+    h.local_offset = local_offset;
+    if (tried) {
+        rc = *tried == XP_ERR_AGAIN ? xp_eng_send(rank, &h, payload, length, NULL, 0, 0) : *tried;
+        if (rc == XP_OK)
+            md_count(md, PTL_MD_EVENT_CT_SEND, 1, length); /* no EQ: no SEND event */
+        else
+            undeliverable(md, &h, answer, NULL, 0);
+        return PTL_OK;
+    }
+    /* A plain (iovec-less, so contiguous) MD and a payload that fits one
+     * packet of the route: inline; the rest in put_general. */
+    r = inline_route(rank, length);
+    if (!r || md->region.iov)
+        return put_general(rank, md, &h, local_offset, length, user_ptr);
+    if (answer)
+        xp_md_expect(md);
+    rc = send_inline(r, rank, md, &h, payload, length, user_ptr, local_offset, answer);
+    /* On success the payload was copied into the transport and the SEND
+     * event posted: the buffer is free again. */
+    if (rc != XP_OK)
+        undeliverable(md, &h, answer, NULL, 0);
+    return PTL_OK;
+}
+
 int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
            ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
            ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
@@ -520,9 +562,9 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
 {
     xp_ptl_state_t *st = ready_state();
     const xp_tl_route_t *r;
+    const void *payload;
     xp_md_t *md;
-    xp_pkt_t h;
-    int rank, answer;
+    int rank;
     xp_status_t rc;
 
     if (!st)
@@ -533,24 +575,38 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     rank = xp_ni_target_rank(md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
-             length);
-    h.ack_req = (uint8_t)ack_req;
-    h.local_offset = local_offset;
-    /* The fast case: a plain (iovec-less, so contiguous) MD and a payload
-     * that fits one packet of the route. */
+    /* The common small put goes out in the compact wire form, built here
+     * directly (what xp_wire_encode makes of the full header): a plain MD
+     * without an EQ (no SEND event, which reads the full header; no
+     * send_then_event), an answer that only counts, a payload that fits. */
     r = inline_route(rank, length);
-    if (__builtin_expect(!r || md->region.iov, 0))
-        return put_general(rank, md, &h, local_offset, length, user_ptr);
-    answer = ack_req != PTL_NO_ACK_REQ;
-    if (answer)
+    payload = (const char *)((uintptr_t)md->region.start + local_offset);
+    if (__builtin_expect(!r || md->region.iov || md->eq || ack_req == PTL_ACK_REQ ||
+                             length > XP_WIRE_SPUT_MAX || (!payload && length),
+                         0))
+        return put_full(st, rank, md, local_offset, length, ack_req, pt_index, match_bits,
+                        remote_offset, user_ptr, hdr_data, NULL);
+    xp_wire_sput_t w = {
+        .type = XP_WIRE_SPUT,
+        .slot = (uint8_t)md->ni->slot,
+        .ack_req = (uint8_t)ack_req,
+        .len = (uint8_t)length,
+        .pt_index = pt_index,
+        .md_handle = md->handle,
+        .uid = st->uid,
+        .match_bits = match_bits,
+        .remote_offset = remote_offset,
+        .hdr_data = hdr_data,
+    };
+    if (ack_req != PTL_NO_ACK_REQ)
         xp_md_expect(md);
-    rc = send_inline(r, rank, md, &h, (char *)((uintptr_t)md->region.start + local_offset),
-                     length, user_ptr, local_offset, answer);
-    /* On success the payload was copied into the transport and the SEND
-     * event posted: the buffer is free again. */
+    rc = xp_tl_route_send(r, rank, &w, sizeof(w), payload, length);
     if (__builtin_expect(rc != XP_OK, 0))
-        undeliverable(md, &h, answer, NULL, 0);
+        return put_full(st, rank, md, local_offset, length, ack_req, pt_index, match_bits,
+                        remote_offset, user_ptr, hdr_data, &rc);
+    /* Sent: the payload was copied, the buffer is free again. */
+    if (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))
+        md_count(md, PTL_MD_EVENT_CT_SEND, 1, length);
     return PTL_OK;
 }
 

@@ -79,12 +79,19 @@ xp_status_t xp_shm_ring_push_single_slow(xp_shm_ring_t *ring, uint64_t *cached_h
                                          const void *hdr, size_t hdr_len, const void *data,
                                          size_t data_len);
 
-/* Copy n bytes, without a library call up to 16 (a small payload). */
+/* Copy n bytes, without a library call up to 64 (a compact header, a
+ * small payload): two overlapping fixed-size copies. */
 static inline void xp_shm_copy_small(unsigned char *dst, const void *src, size_t n)
 {
     const unsigned char *s = src;
-    if (n > 16) {
+    if (n > 64) {
         memcpy(dst, s, n);
+    } else if (n >= 32) {
+        __builtin_memcpy(dst, s, 32);
+        __builtin_memcpy(dst + n - 32, s + n - 32, 32);
+    } else if (n >= 16) {
+        __builtin_memcpy(dst, s, 16);
+        __builtin_memcpy(dst + n - 16, s + n - 16, 16);
     } else if (n >= 8) {
         __builtin_memcpy(dst, s, 8);
         __builtin_memcpy(dst + n - 8, s + n - 8, 8);
@@ -120,8 +127,7 @@ static inline xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t 
         xp_store_release(&ring->tail, t + need);
         c->len = (uint32_t)len;
         c->src = src;
-        if (hdr_len)
-            memcpy(c->payload, hdr, hdr_len);
+        xp_shm_copy_small(c->payload, hdr, hdr_len);
         xp_shm_copy_small(c->payload + hdr_len, data, data_len);
         xp_store_release(&c->seq, t);
         return XP_OK;

@@ -366,7 +366,7 @@ static void test_gated_poll(void)
 }
 
 typedef struct small_rx {
-    unsigned char buf[64];
+    unsigned char buf[128];
     size_t len;
     int n;
 } small_rx_t;
@@ -380,9 +380,9 @@ static void small_packet(void *arg, int src, const void *pkt, size_t len)
         memcpy(rx->buf, pkt, len);
 }
 
-/* The single push's inline copies (no library call for a payload up to 16
- * bytes): every header and payload size from 0 to 24, byte-exact, across
- * the ring's wrap. */
+/* The single push's inline copies (no library call up to 64 bytes): every
+ * header size from 0 to 72 with every payload size from 0 to 24, byte-exact,
+ * across the ring's wrap. */
 static void test_single_small_sizes(void)
 {
     size_t bytes = xp_shm_ring_bytes(16);
@@ -390,8 +390,8 @@ static void test_single_small_sizes(void)
     XP_REQUIRE(r);
     xp_shm_ring_init_zeroed(r, 16);
     uint64_t cached = 0;
-    unsigned char hdr[24], data[24], want[48];
-    for (size_t hl = 0; hl <= 24; hl++) {
+    unsigned char hdr[72], data[24], want[96];
+    for (size_t hl = 0; hl <= 72; hl++) {
         for (size_t dl = 0; dl <= 24; dl++) {
             for (size_t i = 0; i < hl; i++)
                 hdr[i] = (unsigned char)(hl * 31 + dl * 7 + i);
