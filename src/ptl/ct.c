@@ -193,6 +193,23 @@ void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
     after_update(ct, 0);
 }
 
+int xp_ct_add_polled(xp_ct_t *ct, uint64_t success, int asym_fence)
+{
+    count_polled(ct, success, asym_fence);
+    /* after_update without the triggered operations: those wait for the
+     * caller's xp_ct_fire (it still holds its PT). */
+    if (__builtin_expect(__atomic_load_n(&ct->trig_head, __ATOMIC_SEQ_CST) != NULL, 0))
+        return 1;
+    if (wake_due(ct))
+        xp_ptl_notify();
+    return 0;
+}
+
+void xp_ct_fire(xp_ct_t *ct)
+{
+    after_update(ct, 0);
+}
+
 void xp_ct_set(xp_ct_t *ct, ptl_ct_event_t value)
 {
     /* A handler's increment after the load of `polled` counts on top of

@@ -40,6 +40,17 @@ xp_ct_t *xp_ct_from_handle(ptl_handle_ct_t handle);
  * operations) are run iteratively. */
 void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure);
 
+/* The packet handler's xp_ct_add for `success` (> 0) successes, when the
+ * caller is the thread that handles packets in xp_ptl_progress
+ * (xp_ptl_polling(); asym_fence: the state's asym_fence) and holds a PT:
+ * counts and wakes waiters as xp_ct_add does, but issues no triggered
+ * operation. Returns nonzero when the CT has triggered operations: the
+ * caller then calls xp_ct_fire(ct) once it has left its PT. */
+int xp_ct_add_polled(xp_ct_t *ct, uint64_t success, int asym_fence);
+/* Issue the triggered operations that the count made ready, then wake
+ * waiters (the rest of xp_ct_add after xp_ct_add_polled returned 1). */
+void xp_ct_fire(xp_ct_t *ct);
+
 /* Set both counters (PtlCTSet, triggered CTSet) and fire what became ready. */
 void xp_ct_set(xp_ct_t *ct, ptl_ct_event_t value);
 

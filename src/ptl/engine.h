@@ -179,6 +179,22 @@ typedef struct xp_ptl_state {
     void (*xtq_ni_fini)(ptl_handle_ni_t ni); /* the NI is being destroyed */
 } xp_ptl_state_t;
 
+/* The common case of xp_eng_ack_many, inline for the packet handler: the
+ * acknowledgement (successful, counting, mlength bytes) joins those already
+ * gathered for the same (rank, MD). 1 if it did; 0: the caller passes the
+ * full answer to xp_eng_ack_many. Poll-lock holder only. */
+static inline int xp_eng_ack_join(xp_ptl_state_t *st, int rank, uint32_t md_handle,
+                                  uint64_t mlength)
+{
+    if (st->many.count && st->many.rank == rank && st->many.hdr.md_handle == md_handle &&
+        st->many.count < UINT32_MAX) {
+        st->many.count++;
+        st->many.hdr.mlength += mlength;
+        return 1;
+    }
+    return 0;
+}
+
 /* The process state, created on first use (NULL only when out of memory). */
 xp_ptl_state_t *xp_ptl_state_create(void);
 /* Inline: the engine asks for it several times per packet and per idle poll. */

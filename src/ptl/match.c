@@ -32,25 +32,14 @@ enum { TIER_KEY = 0, TIER_SOURCE = 1, TIER_WILDCARD = 2 };
 
 /* ------------------------------------------------------------ hashing */
 
-/* splitmix64 finaliser: good avalanche for small, dense ids and tags. */
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    x ^= x >> 31;
-    return x;
-}
-
 static inline uint64_t key_hash(uint64_t source, uint64_t match_bits)
 {
-    return mix64(source * UINT64_C(0x9e3779b97f4a7c15) ^ match_bits);
+    return xp_match_key_hash(source, match_bits);
 }
 
 static inline uint64_t source_hash(uint64_t source)
 {
-    return mix64(source);
+    return xp_match_mix64(source);
 }
 
 static xp_status_t hash_init(xp_match_hash_t *h)
@@ -298,11 +287,6 @@ xp_match_entry_t *xp_match_find(xp_match_table_t *t, xp_match_list_id_t list, ui
         best = earlier(best, scan_entries(slot, source, match_bits, accept, arg));
     }
     return best;
-}
-
-xp_match_entry_t *xp_match_first(xp_match_table_t *t, xp_match_list_id_t list)
-{
-    return xp_list_first_entry(&t->lists[list].all, xp_match_entry_t, all);
 }
 
 xp_match_entry_t *xp_match_next(xp_match_table_t *t, xp_match_entry_t *e)

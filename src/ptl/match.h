@@ -194,9 +194,52 @@ xp_match_entry_t *xp_match_find(xp_match_table_t *t, xp_match_list_id_t list, ui
 
 /* Iterate a list in append order (also safe to remove the current entry
  * after fetching the next one). */
-xp_match_entry_t *xp_match_first(xp_match_table_t *t, xp_match_list_id_t list);
+static inline xp_match_entry_t *xp_match_first(xp_match_table_t *t, xp_match_list_id_t list)
+{
+    return xp_list_first_entry(&t->lists[list].all, xp_match_entry_t, all);
+}
 xp_match_entry_t *xp_match_next(xp_match_table_t *t, xp_match_entry_t *e);
 size_t xp_match_count(const xp_match_table_t *t, xp_match_list_id_t list);
+
+/* Private (match.c and the inline lookup below): the hash of an exact
+ * (source, match_bits) key, splitmix64's finaliser (good avalanche for
+ * small, dense ids and tags). */
+static inline uint64_t xp_match_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    x ^= x >> 31;
+    return x;
+}
+
+static inline uint64_t xp_match_key_hash(uint64_t source, uint64_t match_bits)
+{
+    return xp_match_mix64(source * UINT64_C(0x9e3779b97f4a7c15) ^ match_bits);
+}
+
+/* xp_match_find with no accept check, inline for the packet handler: when
+ * the list holds only exact-key entries (fixed source, no ignore bits: the
+ * usual ME of a tagged protocol), one hash slot walk, no call; otherwise
+ * xp_match_find. */
+static inline xp_match_entry_t *xp_match_find_any(xp_match_table_t *t, xp_match_list_id_t list,
+                                                  uint64_t source, uint64_t match_bits)
+{
+    xp_match_list_t *l = &t->lists[list];
+    if (__builtin_expect(l->nwildcard || l->by_source.count, 0))
+        return xp_match_find(t, list, source, match_bits, NULL, NULL);
+    if (!l->by_key.count)
+        return NULL;
+    xp_list_t *head = &l->by_key.slots[xp_match_key_hash(source, match_bits) & l->by_key.mask];
+    for (xp_list_t *n = head->next; n != head; n = n->next) {
+        xp_match_entry_t *e = xp_container_of(n, xp_match_entry_t, link);
+        /* Exact-key entries: the predicate is two compares. */
+        if (e->spec.match_bits == match_bits && e->spec.source == source)
+            return e;
+    }
+    return NULL;
+}
 
 /* ------------------------------------------------------------ unexpected headers */
 

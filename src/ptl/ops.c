@@ -107,12 +107,8 @@ void xp_eng_ack_many(int rank, const xp_pkt_t *a)
      * (the handler, the flush in xp_ptl_progress) touches `many` (and PtlFini
      * once nobody polls any more). A mutex here cost the target two locked
      * instructions per message. */
-    if (st->many.count && st->many.rank == rank && st->many.hdr.md_handle == a->md_handle &&
-        st->many.count < UINT32_MAX) {
-        st->many.count++;
-        st->many.hdr.mlength += a->mlength;
+    if (xp_eng_ack_join(st, rank, a->md_handle, a->mlength))
         return;
-    }
     pthread_mutex_lock(&st->defer_lock);
     /* Anything already waiting goes first. */
     if ((st->many.count && !send_many(st)) || st->defer_head) {

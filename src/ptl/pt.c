@@ -387,6 +387,24 @@ static xp_match_spec_t entry_spec(xp_ni_t *ni, const ptl_me_t *me)
                                  me->match_id.rank == PTL_RANK_ANY);
 }
 
+/* The entry's XP_LE_FAST_* flags (pt.h); options, ct and region set. */
+static unsigned entry_fast_flags(const xp_le_t *le)
+{
+    unsigned o = le->options, f = 0;
+    if ((o & PTL_ME_OP_PUT) && !le->region.iov &&
+        !(o & (PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL | PTL_ME_NO_TRUNCATE)))
+        f |= XP_LE_FAST_PUT;
+    if (o & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE))
+        f |= XP_LE_FAST_QUIET;
+    if (le->ct && (o & PTL_ME_EVENT_CT_COMM))
+        f |= XP_LE_FAST_CT;
+    if (o & PTL_ME_EVENT_CT_BYTES)
+        f |= XP_LE_FAST_CT_BYTES;
+    if (o & PTL_ME_ACK_DISABLE)
+        f |= XP_LE_FAST_NOACK;
+    return f;
+}
+
 /* A new, unlinked entry from the caller's description (me == NULL for an
  * LE), with no handle yet: everything the caller passed is copied (the
  * region copies an iovec list). Returns a PTL_* code. */
@@ -429,6 +447,7 @@ static int entry_create(xp_ni_t *ni, ptl_pt_index_t pt_index, const ptl_le_t *le
         free(le);
         return xp_ptl_rc(rc);
     }
+    le->fast = entry_fast_flags(le);
     xp_match_spec_t spec = entry_spec(ni, me);
     xp_match_entry_init(&le->m, &spec, le);
     *le_out = le;

@@ -50,6 +50,25 @@ typedef enum {
                       * waits for the triggered append to fire or be dropped */
 } xp_le_trig_state_t;
 
+/* What the packet handler's fast path (target.c) needs to know about an
+ * entry, computed once at append (the options, CT and region never change
+ * afterwards): one load and one test instead of a walk over the options. */
+enum {
+    /* Takes a put whole on the first match: PTL_ME_OP_PUT, one contiguous
+     * buffer, no USE_ONCE (unlink), MANAGE_LOCAL (offsets, min_free) or
+     * NO_TRUNCATE (changes matching). */
+    XP_LE_FAST_PUT = 1u << 0,
+    /* A successful message posts no full event (EVENT_COMM_DISABLE or
+     * EVENT_SUCCESS_DISABLE): the PT's EQ, if any, is not touched. */
+    XP_LE_FAST_QUIET = 1u << 1,
+    /* Counts arrivals on its CT (ct set and EVENT_CT_COMM) ... */
+    XP_LE_FAST_CT = 1u << 2,
+    /* ... in bytes (EVENT_CT_BYTES). */
+    XP_LE_FAST_CT_BYTES = 1u << 3,
+    /* PTL_ME_ACK_DISABLE: accepted messages get no acknowledgement. */
+    XP_LE_FAST_NOACK = 1u << 4,
+};
+
 /* An LE or ME. */
 typedef struct xp_le {
     ptl_handle_any_t handle;
@@ -58,6 +77,7 @@ typedef struct xp_le {
     ptl_pt_index_t pt_index;
     xp_region_t region;
     unsigned int options;
+    unsigned int fast;       /* XP_LE_FAST_*, from options, ct and region */
     ptl_uid_t uid;
     struct xp_ct *ct;
     void *user_ptr;

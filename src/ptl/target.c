@@ -1,5 +1,6 @@
 /* ptl/target.c - the target side: every request packet is matched, checked,
  * delivered, counted and answered here, inside the packet handler. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,7 +269,8 @@ static int initiator_iov(const req_t *r, struct iovec *remote)
 /* Small inline payloads into a contiguous entry: two overlapping word
  * copies instead of a call to memcpy (most puts of a latency-bound
  * program are a few bytes). */
-static inline void copy_small(char *dst, const unsigned char *src, size_t len)
+static inline __attribute__((always_inline)) void copy_small(char *dst, const unsigned char *src,
+                                                             size_t len)
 {
     if (len >= 8) {
         uint64_t a, b;
@@ -591,14 +593,176 @@ out:
     xp_trig_defer_end();
 }
 
-void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
+/* ------------------------------------------------------------ fast path */
+
+/* What the fast path reads of a small inline put. */
+typedef struct small_put {
+    const unsigned char *payload;
+    size_t len;              /* payload bytes, equal to the requested length */
+    uint64_t match_bits;
+    uint64_t remote_offset;
+    uint32_t pt_index;
+    uint32_t uid;
+    uint32_t md_handle;
+    uint8_t slot;
+    uint8_t ack_req;
+} small_put_t;
+
+/* The first counting ACK of a run (the next ones join it: xp_eng_ack_join)
+ * is the answer send_answer builds from the request's header, decoded from
+ * the packet `pkt` of `len` bytes (either wire form; the fast path checked
+ * what the decoder checks). */
+static void __attribute__((noinline)) fast_ack_first(int src, const void *pkt, size_t len,
+                                                     ptl_size_t offset, ptl_size_t mlength)
+{
+    xp_pkt_t a;
+    size_t hlen;
+    if (xp_wire_decode(pkt, len, &a, &hlen) != 0)
+        return;
+    a.type = XP_PKT_ACK;
+    a.flags = 0;
+    a.nseg = 0;
+    a.fail = PTL_NI_OK;
+    a.mlength = mlength;
+    a.remote_offset = offset;
+    a.ptl_list = PTL_PRIORITY_LIST;
+    xp_eng_ack_many(src, &a);
+}
+
+/* The entry a put lands in if the fast path may take it: the first priority
+ * entry (LE), or the earliest priority ME matching exactly; NULL sends the
+ * message to the full path (which also searches the overflow list and
+ * honours NO_TRUNCATE: an entry with it has no XP_LE_FAST_PUT, and as the
+ * earliest match it would be the full path's first candidate too). */
+static inline xp_le_t *fast_match(int src, xp_ni_t *ni, xp_pt_t *pt, uint64_t match_bits)
+{
+    xp_match_entry_t *e;
+    if (!ni->matching) {
+        e = xp_match_first(&pt->table, XP_MATCH_PRIORITY);
+    } else {
+        uint64_t source = !ni->physical && __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE) ==
+                                               ni->map_identity
+                              ? (uint64_t)src
+                              : xp_pt_source_of(ni, src);
+        e = xp_match_find_any(&pt->table, XP_MATCH_PRIORITY, source, match_bits);
+    }
+    return e ? e->user : NULL;
+}
+
+/* A small inline put handled in one pass, when nothing but delivery,
+ * counting and a gathered counting ACK is needed: the entry's precomputed
+ * XP_LE_FAST_* flags say it takes the put whole without unlinking, offsets
+ * or events, the PT is enabled with no flow-controlled EQ to reserve room
+ * in, and the caller is the thread that handles packets (the handler-owned
+ * CT word and the gathered ACK are its own). Returns 0, having changed
+ * nothing, for anything else: handle_request does it all. `full` is the
+ * request's packet of `len` bytes (for the first ACK of a run). */
+static inline __attribute__((always_inline)) int fast_put(int src, const small_put_t *p,
+                                                         const void *pkt, size_t len)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    int ack = p->ack_req == PTL_CT_ACK_REQ;
+    if (p->slot >= XP_PTL_NI_SLOTS || (!ack && p->ack_req != PTL_NO_ACK_REQ) ||
+        __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
+        return 0;
+    xp_ni_t *ni = __atomic_load_n(&st->ni[p->slot], __ATOMIC_ACQUIRE);
+    if (!ni)
+        return 0;
+    xp_pt_t *pt = xp_pt_enter(ni, p->pt_index);
+    if (!pt)
+        return 0;
+    xp_le_t *le = fast_match(src, ni, pt, p->match_bits);
+    if (!le || !pt->enabled)
+        goto decline;
+    unsigned f = le->fast;
+    if (!(f & XP_LE_FAST_PUT) || (le->uid != PTL_UID_ANY && le->uid != p->uid) ||
+        (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
+        (ack && (f & XP_LE_FAST_NOACK)))
+        goto decline;
+    ptl_size_t offset = p->remote_offset;
+    ptl_size_t mlength = offset >= le->region.length ? 0 : le->region.length - offset;
+    if (mlength > p->len)
+        mlength = p->len;
+    if (mlength > 16)
+        memcpy(le->region.start + offset, p->payload, (size_t)mlength);
+    else if (mlength)
+        copy_small(le->region.start + offset, p->payload, (size_t)mlength);
+    /* As handle_request: the answer, then the count. */
+    if (ack && !xp_eng_ack_join(st, src, p->md_handle, mlength))
+        fast_ack_first(src, pkt, len, offset, mlength);
+    xp_ct_t *ct = le->ct;
+    int fire = 0;
+    if (f & XP_LE_FAST_CT)
+        fire = xp_ct_add_polled(ct, (f & XP_LE_FAST_CT_BYTES) ? mlength : 1,
+                                __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED));
+    xp_pt_leave(pt);
+    /* Triggered operations run once the PT is left (xp_trig_defer_*'s
+     * rule); the CT object outlives its handle (stable-object table). */
+    if (__builtin_expect(fire, 0))
+        xp_ct_fire(ct);
+    return 1;
+decline:
+    xp_pt_leave(pt);
+    return 0;
+}
+
+static inline uint32_t load32(const unsigned char *p, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
+static inline uint64_t load64(const unsigned char *p, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
+/* A put with the full header: its fields read in place (the ring slot may
+ * be unaligned), no copy of the header. len: packet bytes (>= header). */
+static inline int fast_put_full(int src, const unsigned char *pkt, size_t len)
+{
+    small_put_t p;
+    p.len = len - sizeof(xp_pkt_t);
+    if (pkt[offsetof(xp_pkt_t, flags)] != 0 || load64(pkt, offsetof(xp_pkt_t, rlength)) != p.len)
+        return 0;
+    p.payload = pkt + sizeof(xp_pkt_t);
+    p.slot = pkt[offsetof(xp_pkt_t, slot)];
+    p.ack_req = pkt[offsetof(xp_pkt_t, ack_req)];
+    p.pt_index = load32(pkt, offsetof(xp_pkt_t, pt_index));
+    p.uid = load32(pkt, offsetof(xp_pkt_t, uid));
+    p.md_handle = load32(pkt, offsetof(xp_pkt_t, md_handle));
+    p.match_bits = load64(pkt, offsetof(xp_pkt_t, match_bits));
+    p.remote_offset = load64(pkt, offsetof(xp_pkt_t, remote_offset));
+    return fast_put(src, &p, pkt, len);
+}
+
+/* A compact small put (wire.h: no flags, rlength = payload length). */
+static inline int fast_put_compact(int src, const unsigned char *pkt, size_t len)
+{
+    small_put_t p;
+    p.len = len - sizeof(xp_wire_sput_t);
+    if (pkt[offsetof(xp_wire_sput_t, len)] != p.len)
+        return 0;
+    p.payload = pkt + sizeof(xp_wire_sput_t);
+    p.slot = pkt[offsetof(xp_wire_sput_t, slot)];
+    p.ack_req = pkt[offsetof(xp_wire_sput_t, ack_req)];
+    p.pt_index = load32(pkt, offsetof(xp_wire_sput_t, pt_index));
+    p.uid = load32(pkt, offsetof(xp_wire_sput_t, uid));
+    p.md_handle = load32(pkt, offsetof(xp_wire_sput_t, md_handle));
+    p.match_bits = load64(pkt, offsetof(xp_wire_sput_t, match_bits));
+    p.remote_offset = load64(pkt, offsetof(xp_wire_sput_t, remote_offset));
+    return fast_put(src, &p, pkt, len);
+}
+
+/* Every packet the fast path does not take: the header is decoded into an
+ * xp_pkt_t and dispatched. Out of line, so that the fast path's caller saves
+ * no registers for it. */
+static void __attribute__((noinline)) recv_full(int src_rank, const void *pkt, size_t len)
 {
     xp_pkt_t h;
-    (void)arg;
-    if (src_rank < 0 || src_rank >= xp_ptl_state()->size) {
-        xp_error("packet from rank %d, which is not in the job, dropped", src_rank);
-        return;
-    }
     size_t hlen;
     if (xp_wire_decode(pkt, len, &h, &hlen) != 0) {
         xp_error("malformed packet header (%zu bytes) from rank %d dropped", len, src_rank);
@@ -612,4 +776,21 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         handle_request(src_rank, &h, payload, len);
     else
         xp_error("unknown packet type %u from rank %d dropped", h.type, src_rank);
+}
+
+void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
+{
+    (void)arg;
+    if (src_rank < 0 || src_rank >= xp_ptl_state()->size) {
+        xp_error("packet from rank %d, which is not in the job, dropped", src_rank);
+        return;
+    }
+    /* Small puts go to the fast path straight from the wire, either form. */
+    uint8_t type = len ? *(const uint8_t *)pkt : 0;
+    if (type == XP_WIRE_SPUT && len >= sizeof(xp_wire_sput_t) &&
+        fast_put_compact(src_rank, pkt, len))
+        return;
+    if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t) && fast_put_full(src_rank, pkt, len))
+        return;
+    recv_full(src_rank, pkt, len);
 }
