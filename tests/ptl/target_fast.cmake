@@ -3,3 +3,10 @@ if(TARGET xprun)
   xp_mp_test(test_target_fast NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_fast.c LIBS portals TIMEOUT 60)
   xp_mp_test(test_target_fast NP 3 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_fast.c LIBS portals TIMEOUT 60)
 endif()
+# The one-pass path for small inline puts and the entry options, PT states
+# and matching cases that must leave it (target.c fast_put).
+if(TARGET xprun)
+  xp_mp_test(test_target_onepass NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_onepass.c LIBS portals TIMEOUT 60)
+  xp_mp_test(test_target_onepass NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_onepass.c LIBS portals TIMEOUT 60)
+  xp_mp_test(test_target_onepass NP 3 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_onepass.c LIBS portals TIMEOUT 60)
+endif()

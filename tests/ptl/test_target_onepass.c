@@ -1,0 +1,470 @@
+/*
+ * test_target_onepass - the target's one-pass path for small inline puts
+ * (target.c fast_put: per-entry XP_LE_FAST_* flags computed at append) and
+ * every condition that must send a put to the full path instead. Each rank
+ * puts to the next one (itself with 1 process) and checks what landed in
+ * its own entries:
+ *   - a plain persistent LE counting with a CT (one pass), truncation with
+ *     EVENT_CT_BYTES (target count and the ACK's length), an offset past the
+ *     end (zero bytes, still counted), a put too long for a compact header
+ *     (full header, one pass);
+ *   - options that disable the one pass: MANAGE_LOCAL (consecutive offsets),
+ *     ACK_DISABLE with a counting ACK (completion without a count), a uid
+ *     other than PTL_UID_ANY (permission violation), an iovec LE, an EQ with
+ *     events enabled (full PUT event) and with COMM_DISABLE (no event), a
+ *     disabled PT (PT_DISABLED failure), the overflow list;
+ *   - a triggered CTInc on the entry's CT (fired after the PT is left);
+ *   - on a matching NI: exact MEs found by hash, an earlier wildcard ME
+ *     winning over a later exact one, an earlier NO_TRUNCATE ME too short
+ *     for the message skipped, USE_ONCE MEs consumed in order, a put that
+ *     matches nothing dropped.
+ */
+#include <portals4.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "xp_test.h"
+#include "xportals/xp.h"
+
+#define PT 5
+
+typedef struct side {
+    ptl_handle_ni_t ni;
+    ptl_handle_md_t md_n, md_b, md_f; /* ACKs counted as events / as bytes / failures */
+    ptl_handle_ct_t ct_n, ct_b, ct_f;
+    ptl_size_t want_n, want_b;
+    ptl_process_t next;
+    int matching;
+} side_t;
+
+static unsigned char src[2048];
+
+static void barrier(void)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+}
+
+static void side_init(side_t *s, int matching)
+{
+    ptl_md_t md;
+    ptl_pt_index_t pt;
+    memset(s, 0, sizeof(*s));
+    s->matching = matching;
+    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT,
+                         (matching ? PTL_NI_MATCHING : PTL_NI_NO_MATCHING) | PTL_NI_LOGICAL,
+                         PTL_PID_ANY, NULL, NULL, &s->ni) == PTL_OK);
+    XP_REQUIRE(PtlPTAlloc(s->ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
+    XP_REQUIRE(PtlCTAlloc(s->ni, &s->ct_n) == PTL_OK);
+    XP_REQUIRE(PtlCTAlloc(s->ni, &s->ct_b) == PTL_OK);
+    memset(&md, 0, sizeof(md));
+    md.start = src;
+    md.length = sizeof(src);
+    md.eq_handle = PTL_EQ_NONE;
+    md.ct_handle = s->ct_n;
+    md.options = PTL_MD_EVENT_CT_ACK;
+    XP_REQUIRE(PtlMDBind(s->ni, &md, &s->md_n) == PTL_OK);
+    md.ct_handle = s->ct_b;
+    md.options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_BYTES;
+    XP_REQUIRE(PtlMDBind(s->ni, &md, &s->md_b) == PTL_OK);
+    XP_REQUIRE(PtlCTAlloc(s->ni, &s->ct_f) == PTL_OK);
+    md.ct_handle = s->ct_f;
+    md.options = PTL_MD_EVENT_CT_ACK;
+    XP_REQUIRE(PtlMDBind(s->ni, &md, &s->md_f) == PTL_OK);
+    s->next.rank = (ptl_rank_t)((xp_rank() + 1) % xp_size());
+}
+
+static void side_fini(side_t *s)
+{
+    PtlMDRelease(s->md_n);
+    PtlMDRelease(s->md_b);
+    PtlMDRelease(s->md_f);
+    PtlCTFree(s->ct_n);
+    PtlCTFree(s->ct_b);
+    PtlCTFree(s->ct_f);
+    PtlPTFree(s->ni, PT);
+    PtlNIFini(s->ni);
+}
+
+/* An entry on `pt` of this side's NI (an ME matching `bits` from the
+ * previous rank, or anything with `any`, on a matching NI). */
+static ptl_handle_any_t post(side_t *s, ptl_pt_index_t pt, void *buf, ptl_size_t len,
+                             unsigned opts, ptl_handle_ct_t ct, ptl_uid_t uid, ptl_list_t list,
+                             uint64_t bits, int any)
+{
+    ptl_handle_any_t h;
+    ptl_me_t me;
+    memset(&me, 0, sizeof(me));
+    me.start = buf;
+    me.length = len;
+    me.ct_handle = ct;
+    me.uid = uid;
+    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_LINK_DISABLE | opts;
+    if (s->matching) {
+        me.match_id.rank = any ? PTL_RANK_ANY
+                               : (ptl_rank_t)((xp_rank() + xp_size() - 1) % xp_size());
+        me.match_bits = bits;
+        me.ignore_bits = any ? ~(ptl_match_bits_t)0 : 0;
+        XP_REQUIRE(PtlMEAppend(s->ni, pt, &me, list, NULL, &h) == PTL_OK);
+    } else {
+        ptl_le_t le;
+        memset(&le, 0, sizeof(le));
+        le.start = me.start;
+        le.length = me.length;
+        le.ct_handle = me.ct_handle;
+        le.uid = me.uid;
+        le.options = me.options;
+        XP_REQUIRE(PtlLEAppend(s->ni, pt, &le, list, NULL, &h) == PTL_OK);
+    }
+    return h;
+}
+
+static void unlink_entry(side_t *s, ptl_handle_any_t h)
+{
+    XP_CHECK_EQ(s->matching ? PtlMEUnlink(h) : PtlLEUnlink(h), PTL_OK);
+}
+
+static ptl_handle_ct_t new_ct(side_t *s)
+{
+    ptl_handle_ct_t ct;
+    XP_REQUIRE(PtlCTAlloc(s->ni, &ct) == PTL_OK);
+    return ct;
+}
+
+/* A put with a counting ACK through md_n (bytes = 0) or md_b. */
+static void put(side_t *s, ptl_pt_index_t pt, ptl_size_t len, ptl_size_t roff, uint64_t bits,
+                int bytes)
+{
+    XP_REQUIRE(PtlPut(bytes ? s->md_b : s->md_n, 0, len, PTL_CT_ACK_REQ, s->next, pt, bits, roff,
+                      NULL, 0) == PTL_OK);
+}
+
+/* Wait for the initiator's counts: want_n ACKs on md_n, want_b bytes
+ * acknowledged on md_b, no failure. */
+static void wait_acks(side_t *s)
+{
+    ptl_ct_event_t ev;
+    XP_REQUIRE(PtlCTWait(s->ct_n, s->want_n, &ev) == PTL_OK);
+    XP_CHECK_EQ(ev.success, s->want_n);
+    XP_CHECK_EQ(ev.failure, 0);
+    XP_REQUIRE(PtlCTWait(s->ct_b, s->want_b, &ev) == PTL_OK);
+    XP_CHECK_EQ(ev.success, s->want_b);
+    XP_CHECK_EQ(ev.failure, 0);
+}
+
+/* A put (through md_f) that the target must refuse: its ACK counts one
+ * failure (a failure ends PtlCTWait, so the count is reset after each). */
+static void put_refused(side_t *s, ptl_pt_index_t pt, uint64_t bits)
+{
+    ptl_ct_event_t ev, zero = { 0, 0 };
+    XP_REQUIRE(PtlPut(s->md_f, 0, 8, PTL_CT_ACK_REQ, s->next, pt, bits, 0, NULL, 0) == PTL_OK);
+    XP_REQUIRE(PtlCTWait(s->ct_f, 1, &ev) == PTL_OK);
+    XP_CHECK_EQ(ev.success, 0);
+    XP_CHECK_EQ(ev.failure, 1);
+    XP_REQUIRE(PtlCTSet(s->ct_f, zero) == PTL_OK);
+}
+
+/* A target CT must reach `success` (no failure); a count that stays short
+ * is reported with the line instead of hanging. */
+static void expect_ct_at(int line, ptl_handle_ct_t ct, ptl_size_t success)
+{
+    ptl_ct_event_t ev;
+    unsigned int which;
+    int rc = PtlCTPoll(&ct, &success, 1, 10000, &ev, &which);
+    if (rc != PTL_OK)
+        fprintf(stderr, "line %d: rank %d: CT at %llu/%llu, want %llu (rc %d)\n", line, xp_rank(),
+                (unsigned long long)ev.success, (unsigned long long)ev.failure,
+                (unsigned long long)success, rc);
+    XP_REQUIRE(rc == PTL_OK);
+    XP_CHECK_EQ(ev.success, success);
+    XP_CHECK_EQ(ev.failure, 0);
+}
+#define expect_ct(ct, n) expect_ct_at(__LINE__, ct, n)
+
+static void fill_src(unsigned char seed)
+{
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (unsigned char)(seed + i * 7);
+}
+
+/* One pass: plain LE/ME, truncation counted in bytes, offset past the end,
+ * a put too long for the compact header. */
+static void test_plain(side_t *s)
+{
+    static unsigned char buf[8], big[1500];
+    ptl_handle_ct_t cb = new_ct(s), cn = new_ct(s);
+    ptl_handle_any_t e1 = post(s, PT, buf, sizeof(buf), PTL_ME_EVENT_CT_BYTES, cb, PTL_UID_ANY,
+                               PTL_PRIORITY_LIST, 1, 0);
+    ptl_handle_any_t e2 = post(s, PT, big, sizeof(big), 0, cn, PTL_UID_ANY, PTL_PRIORITY_LIST, 2,
+                               0);
+    memset(buf, 0xEE, sizeof(buf));
+    memset(big, 0xEE, sizeof(big));
+    fill_src(1);
+    barrier();
+    put(s, PT, 16, 4, 1, 1); /* truncated to 4 bytes */
+    s->want_b += 4;
+    wait_acks(s);
+    expect_ct(cb, 4);
+    XP_CHECK(memcmp(buf + 4, src, 4) == 0);
+    XP_CHECK_EQ(buf[3], 0xEE);
+    put(s, PT, 8, 100, 1, 0); /* past the end: 0 bytes */
+    s->want_n++;
+    wait_acks(s);
+    if (!s->matching) { /* on an LE NI the first LE takes everything */
+        expect_ct(cb, 4);
+    } else {
+        put(s, PT, 1000, 300, 2, 0); /* > 255 bytes: full header */
+        s->want_n++;
+        wait_acks(s);
+        expect_ct(cn, 1);
+        XP_CHECK(memcmp(big + 300, src, 1000) == 0);
+        XP_CHECK_EQ(big[299], 0xEE);
+        XP_CHECK_EQ(big[1300], 0xEE);
+    }
+    barrier();
+    unlink_entry(s, e1);
+    unlink_entry(s, e2);
+    PtlCTFree(cb);
+    PtlCTFree(cn);
+    if (!s->matching) { /* the full-header put on an LE */
+        ptl_handle_ct_t c = new_ct(s);
+        ptl_handle_any_t e = post(s, PT, big, sizeof(big), 0, c, PTL_UID_ANY, PTL_PRIORITY_LIST,
+                                  0, 0);
+        barrier();
+        put(s, PT, 1000, 300, 0, 0);
+        s->want_n++;
+        wait_acks(s);
+        expect_ct(c, 1);
+        XP_CHECK(memcmp(big + 300, src, 1000) == 0);
+        barrier();
+        unlink_entry(s, e);
+        PtlCTFree(c);
+    }
+}
+
+/* Options that send the put to the full path. */
+static void test_options(side_t *s)
+{
+    static unsigned char ml[32], na[8], perm[8], p1[4], p2[4];
+    ptl_handle_ct_t c = new_ct(s);
+    ptl_uid_t uid;
+    XP_REQUIRE(PtlGetUid(s->ni, &uid) == PTL_OK);
+    ptl_size_t n = 0; /* c's count */
+    ptl_handle_any_t e;
+    fill_src(9);
+    if (s->matching) { /* MANAGE_LOCAL (MEs only): the second put lands after the first */
+        e = post(s, PT, ml, sizeof(ml), PTL_ME_MANAGE_LOCAL, c, PTL_UID_ANY, PTL_PRIORITY_LIST,
+                 3, 0);
+        memset(ml, 0, sizeof(ml));
+        barrier();
+        put(s, PT, 8, 0, 3, 0);
+        put(s, PT, 8, 0, 3, 0);
+        s->want_n += 2;
+        wait_acks(s);
+        expect_ct(c, n += 2);
+        XP_CHECK(memcmp(ml, src, 8) == 0 && memcmp(ml + 8, src, 8) == 0);
+        barrier();
+        unlink_entry(s, e);
+    }
+
+    /* ACK_DISABLE: the counting ACK becomes a bare completion (no count);
+     * the next put's ACK arrives after it */
+    e = post(s, PT, na, sizeof(na), PTL_ME_ACK_DISABLE, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 4, 0);
+    barrier();
+    put(s, PT, 8, 0, 4, 0);
+    expect_ct(c, ++n);
+    barrier();
+    unlink_entry(s, e);
+    e = post(s, PT, na, sizeof(na), 0, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 4, 0);
+    barrier();
+    put(s, PT, 8, 0, 4, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(c, ++n);
+    barrier();
+    unlink_entry(s, e);
+
+    /* another uid: permission violation, nothing delivered or counted */
+    e = post(s, PT, perm, sizeof(perm), 0, c, uid + 1, PTL_PRIORITY_LIST, 5, 0);
+    memset(perm, 0, sizeof(perm));
+    barrier();
+    put_refused(s, PT, 5);
+    barrier();
+    expect_ct(c, n);
+    XP_CHECK_EQ(perm[0], 0);
+    unlink_entry(s, e);
+
+    /* an iovec entry: the message is split over its pieces */
+    ptl_iovec_t iov[2] = { { p1, sizeof(p1) }, { p2, sizeof(p2) } };
+    e = post(s, PT, iov, 2, PTL_IOVEC, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 6, 0);
+    barrier();
+    put(s, PT, 8, 0, 6, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(c, ++n);
+    XP_CHECK(memcmp(p1, src, 4) == 0 && memcmp(p2, src + 4, 4) == 0);
+    barrier();
+    unlink_entry(s, e);
+
+    /* a disabled PT: the initiator learns it, nothing is counted */
+    e = post(s, PT, na, sizeof(na), 0, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 7, 0);
+    XP_REQUIRE(PtlPTDisable(s->ni, PT) == PTL_OK);
+    barrier();
+    put_refused(s, PT, 7);
+    barrier();
+    XP_REQUIRE(PtlPTEnable(s->ni, PT) == PTL_OK);
+    expect_ct(c, n);
+    unlink_entry(s, e);
+
+    /* the overflow list only */
+    e = post(s, PT, na, sizeof(na), PTL_ME_UNEXPECTED_HDR_DISABLE, c, PTL_UID_ANY,
+             PTL_OVERFLOW_LIST, 8, 0);
+    memset(na, 0, sizeof(na));
+    barrier();
+    put(s, PT, 8, 0, 8, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(c, ++n);
+    XP_CHECK(memcmp(na, src, 8) == 0);
+    barrier();
+    unlink_entry(s, e);
+    PtlCTFree(c);
+}
+
+/* A PT with an EQ: events enabled on one entry (full path), disabled on
+ * another (one pass, and no event). */
+static void test_eq(side_t *s)
+{
+    static unsigned char a[8], b[8];
+    ptl_handle_eq_t eq;
+    ptl_pt_index_t pt;
+    ptl_event_t ev;
+    ptl_handle_ct_t c = new_ct(s);
+    XP_REQUIRE(PtlEQAlloc(s->ni, 16, &eq) == PTL_OK);
+    XP_REQUIRE(PtlPTAlloc(s->ni, 0, eq, PT + 1, &pt) == PTL_OK);
+    ptl_handle_any_t quiet = post(s, pt, a, sizeof(a), PTL_ME_EVENT_COMM_DISABLE, c, PTL_UID_ANY,
+                                  PTL_PRIORITY_LIST, 1, 0);
+    barrier();
+    put(s, pt, 8, 0, 1, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(c, 1);
+    XP_CHECK_EQ(PtlEQGet(eq, &ev), PTL_EQ_EMPTY);
+    barrier();
+    unlink_entry(s, quiet);
+    ptl_handle_any_t loud = post(s, pt, b, sizeof(b), 0, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 1, 0);
+    barrier();
+    put(s, pt, 6, 1, 1, 0);
+    s->want_n++;
+    wait_acks(s);
+    unsigned int which;
+    XP_REQUIRE(PtlEQPoll(&eq, 1, 10000, &ev, &which) == PTL_OK); /* not a hang if missing */
+    XP_CHECK_EQ(ev.type, PTL_EVENT_PUT);
+    XP_CHECK_EQ(ev.mlength, 6);
+    XP_CHECK_EQ(ev.remote_offset, 1);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+    expect_ct(c, 2);
+    barrier();
+    unlink_entry(s, loud);
+    PtlPTFree(s->ni, pt);
+    PtlEQFree(eq);
+    PtlCTFree(c);
+}
+
+/* A triggered CTInc on the entry's CT fires from the put's count. */
+static void test_triggered(side_t *s)
+{
+    static unsigned char a[8];
+    ptl_handle_ct_t c = new_ct(s);
+    ptl_ct_event_t inc = { 10, 0 };
+    ptl_handle_any_t e = post(s, PT, a, sizeof(a), 0, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 9, 0);
+    XP_REQUIRE(PtlTriggeredCTInc(c, inc, c, 1) == PTL_OK);
+    barrier();
+    put(s, PT, 8, 0, 9, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(c, 11);
+    barrier();
+    unlink_entry(s, e);
+    PtlCTFree(c);
+}
+
+/* Matching order on a matching NI. */
+static void test_me_order(side_t *s)
+{
+    static unsigned char w[8], x[8], nt[4], y[16], u1[8], u2[8];
+    ptl_handle_ct_t cw = new_ct(s), cx = new_ct(s), cy = new_ct(s), cu = new_ct(s);
+    /* an earlier wildcard entry wins over a later exact one */
+    ptl_handle_any_t ew = post(s, PT, w, sizeof(w), 0, cw, PTL_UID_ANY, PTL_PRIORITY_LIST, 0, 1);
+    ptl_handle_any_t ex = post(s, PT, x, sizeof(x), 0, cx, PTL_UID_ANY, PTL_PRIORITY_LIST, 11, 0);
+    barrier();
+    put(s, PT, 8, 0, 11, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(cw, 1);
+    barrier();
+    unlink_entry(s, ew);
+    barrier();
+    put(s, PT, 8, 0, 11, 0); /* now the exact one */
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(cx, 1);
+    barrier();
+    unlink_entry(s, ex);
+    /* an earlier NO_TRUNCATE entry too short is skipped */
+    ptl_handle_any_t ent = post(s, PT, nt, sizeof(nt), PTL_ME_NO_TRUNCATE, cx, PTL_UID_ANY,
+                                PTL_PRIORITY_LIST, 12, 0);
+    ptl_handle_any_t ey = post(s, PT, y, sizeof(y), 0, cy, PTL_UID_ANY, PTL_PRIORITY_LIST, 12, 0);
+    barrier();
+    put(s, PT, 8, 0, 12, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(cy, 1);
+    expect_ct(cx, 1);
+    barrier();
+    unlink_entry(s, ent);
+    unlink_entry(s, ey);
+    /* use-once entries are consumed in order */
+    post(s, PT, u1, sizeof(u1), PTL_ME_USE_ONCE, cu, PTL_UID_ANY, PTL_PRIORITY_LIST, 13, 0);
+    post(s, PT, u2, sizeof(u2), PTL_ME_USE_ONCE, cu, PTL_UID_ANY, PTL_PRIORITY_LIST, 13, 0);
+    memset(u1, 0, sizeof(u1));
+    memset(u2, 0, sizeof(u2));
+    fill_src(3);
+    barrier();
+    put(s, PT, 8, 0, 13, 0);
+    s->want_n++;
+    wait_acks(s);
+    fill_src(4);
+    put(s, PT, 8, 0, 13, 0);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(cu, 2);
+    XP_CHECK_EQ(u1[0], 3);
+    XP_CHECK_EQ(u2[0], 4);
+    /* nothing left for these bits: dropped */
+    put_refused(s, PT, 13);
+    barrier();
+    PtlCTFree(cw);
+    PtlCTFree(cx);
+    PtlCTFree(cy);
+    PtlCTFree(cu);
+}
+
+int main(void)
+{
+    side_t s;
+    XP_REQUIRE(PtlInit() == PTL_OK);
+    for (int matching = 0; matching <= 1; matching++) {
+        side_init(&s, matching);
+        test_plain(&s);
+        test_options(&s);
+        test_eq(&s);
+        test_triggered(&s);
+        if (matching)
+            test_me_order(&s);
+        barrier();
+        side_fini(&s);
+    }
+    PtlFini();
+    return xp_test_result();
+}
