@@ -25,13 +25,20 @@ size_t xp_eng_inline_max(int rank)
 
 /* Hand one engine packet to the transport, its header in the compact wire
  * form when one fits (ptl/wire.h). excl: the caller holds the poll lock
- * (answers go on the pair answer lane). */
+ * (answers go on the pair answer lane). The route's checks are made here,
+ * once; anything unusual goes through xp_tl_send's own checks. */
 static inline xp_status_t wire_send(int rank, const xp_pkt_t *h, const void *payload, size_t len,
                                     int excl)
 {
     xp_wire_t w;
     size_t hlen;
     const void *hdr = xp_wire_encode(h, len, &w, &hlen);
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (__builtin_expect(r && (payload || !len) && len <= r->max_packet &&
+                             hlen <= r->max_packet - len,
+                         1))
+        return excl ? xp_tl_route_send_excl(r, rank, hdr, hlen, payload, len)
+                    : xp_tl_route_send(r, rank, hdr, hlen, payload, len);
     return excl ? xp_tl_send_excl(rank, hdr, hlen, payload, len)
                 : xp_tl_send(rank, hdr, hlen, payload, len);
 }

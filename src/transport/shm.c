@@ -601,23 +601,42 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
 /* Answers: the engine serialises these callers (its poll lock), so they
  * share lane_ans, whichever thread polls. (Our earlier requests are not
  * waited for: an answer is caused by a packet of the peer's, not by them.) */
-static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
-                                 const void *data, size_t data_len)
+static __attribute__((noinline)) xp_status_t send_excl_general(xp_tl_t *tl, int rank,
+                                                               const void *hdr, size_t hdr_len,
+                                                               const void *data,
+                                                               size_t data_len)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
     shm_peer_t *p = &s->peers[rank];
     if (!p->lane_ans)
         return shm_send(tl, rank, hdr, hdr_len, data, data_len);
-    if (hdr_len + data_len > SHM_MAX_PACKET)
-        return XP_ERR_OVERFLOW;
     if (xp_load_relaxed(&p->dead))
         return XP_ERR_PEER_DEAD;
-    if (__builtin_expect(!p->ans_on, 0)) {
+    if (!p->ans_on) {
         activate(p, 1);
         p->ans_on = 1;
     }
     return pushed(p, xp_shm_ring_push_single(p->lane_ans, &p->ans_cached_head, s->rank, hdr,
                                              hdr_len, data, data_len));
+}
+
+static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_len,
+                                 const void *data, size_t data_len)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    shm_peer_t *p = &s->peers[rank];
+    /* No size check: as for shm_send, the route's was made. The common
+     * case: the answer lane is announced already. */
+    if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->dead), 1)) {
+        xp_status_t st = xp_shm_ring_push_single(p->lane_ans, &p->ans_cached_head, s->rank, hdr,
+                                                 hdr_len, data, data_len);
+        if (__builtin_expect(st == XP_OK, 1)) {
+            xp_shm_doorbell_ring_fenced(p->db, p->fence);
+            return XP_OK;
+        }
+        return pushed(p, st);
+    }
+    return send_excl_general(tl, rank, hdr, hdr_len, data, data_len);
 }
 
 /* A peer has started to use a lane we do not poll yet. */
