@@ -520,12 +520,15 @@ static int ct_wait_pred(void *arg)
 static int ct_wait_one_pred(void *arg)
 {
     ct_wait_t *w = arg;
+    const xp_ct_t *ct = w->cts[0];
+    ptl_handle_ct_t handle = w->handles[0];
+    ptl_size_t test = w->tests[0];
 
-    if (__builtin_expect(xp_ct_handle(w->cts[0]) != w->handles[0], 0)) {
+    if (__builtin_expect(xp_ct_handle(ct) != handle, 0)) {
         w->dead = 1;
         return 1;
     }
-    return ct_reached(w->cts[0], w->tests[0]); /* which stays 0 */
+    return ct_reached(ct, test); /* which stays 0 */
 }
 
 /* Before a sleep: register every threshold (spinning waiters need none,

@@ -334,8 +334,10 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
 done_active:
     __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
 check:
-    if (rc == XP_OK && !pred(arg) &&
-        __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE) != w.gen)
+    /* The loops above end with rc XP_OK only once wait_pred held: without
+     * an abort since we began, that was pred, and it is not asked again. */
+    if (rc == XP_OK && __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE) != w.gen &&
+        !pred(arg))
         return __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE) != user_gen ? XP_ERR_ABORTED
                                                                                    : XP_ERR_CANCELED;
     return rc;
