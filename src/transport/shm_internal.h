@@ -1,0 +1,105 @@
+/*
+ * transport/shm_internal.h - what shm.c (rings, lanes, sends, polls) and
+ * shm_split.c (bulk copies: the shared heap, process_vm_readv/writev and
+ * copies split with the peer) share. Not installed.
+ */
+#ifndef XP_TRANSPORT_SHM_INTERNAL_H
+#define XP_TRANSPORT_SHM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "transport/shm_ring.h"
+#include "transport/shm_seg.h"
+#include "transport/shmheap.h"
+#include "transport/transport.h"
+#include "util/atomic.h"
+
+typedef struct shm_peer {
+    uint64_t cached_head;  /* senders' view of the peer ring's head */
+    xp_shm_ring_t *ring;   /* NULL: not reachable */
+    xp_doorbell_t *db;
+    xp_shm_seg_t seg;      /* our mapping (unused for our own rank) */
+    xp_shmheap_t heap;     /* our mapping of its shared heap (base NULL: none) */
+    uint64_t heap_remote;  /* where the owner mapped that heap */
+    uint64_t checked_ns;   /* last liveness check */
+    pid_t pid;
+    int dead;
+    int fence;             /* ringing its doorbell needs a store-load fence */
+    uint32_t caps;
+    /* Our lanes into its pair object (NULL: none; then sends use its inbox).
+     * lane_req carries the requests of one thread of ours (req_owner, the
+     * first that sends one) with no locked instruction; lane_ans our answers
+     * (send_excl: its callers are serialised by the engine's poll lock); the
+     * requests of other threads go to its inbox. Causal order: the peer
+     * handles what lane_ans holds before each lane_req packet (shm_poll);
+     * inbox and lane_req wait until the peer has handled the other's earlier
+     * packets (send_owner, send_other). */
+    xp_shm_ring_t *lane_req, *lane_ans;
+    uint64_t req_cached_head, ans_cached_head;
+    uintptr_t req_owner;   /* xp_thread_id() of lane_req's producer; 0: none yet */
+    uintptr_t fast_owner;  /* req_owner once it has announced lane_req (req_on), else
+                            * 0: the one compare of shm_send's common case */
+    uint64_t owner_seen;   /* owner only: other_end value known delivered */
+    void *lane_hdr;        /* its pair object's pair_hdr_t */
+    int lane_index;        /* our first lane's index in it */
+    uint8_t req_on, ans_on; /* we have announced lane_req / lane_ans */
+    void *pair_map;        /* our mapping of its pair object */
+    size_t pair_len;
+    /* Written by non-owner threads only: end position in its inbox of the
+     * last request they put there. */
+    uint64_t other_end XP_CACHE_ALIGNED;
+} XP_CACHE_ALIGNED shm_peer_t;
+
+/* A lane we poll; for a request lane, gate is the same sender's answer lane
+ * (drained before each request: shm_poll). */
+typedef struct rx_lane {
+    xp_shm_ring_t *ring, *gate;
+} rx_lane_t;
+
+typedef struct shm_tl {
+    int polling XP_CACHE_ALIGNED; /* consumer trylock */
+    xp_shm_ring_t *inbox;
+    const xp_tl_params_t *params;
+    int rank, size;
+    int asym;              /* registered for global membarriers */
+    int splitting;         /* our split area is in use (split_copy) */
+    uint32_t split_gen;    /* last generation of our split area */
+    size_t split_min;      /* XP_SHM_SPLIT_MIN; 0 when oversubscribed */
+    size_t split_chunk;    /* XP_SHM_SPLIT_CHUNK */
+    xp_shm_seg_t own;
+    xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
+    shm_peer_t *peers;     /* size entries */
+    /* Our pair object: PAIR_LANES rings per local sender (by local index),
+     * which peers map; we poll the lanes peers have used (rx), then the
+     * inbox. */
+    void *pair_base;
+    size_t pair_len;
+    uint32_t pair_cells;
+    int nlocal, linked_pair;
+    char pair_name[XP_SHM_NAME_MAX];
+    rx_lane_t *rx;         /* the active lanes (nrx), then room for more */
+    int nrx;
+    uint64_t rx_gen;       /* pair_hdr_t gen that rx reflects */
+    uint64_t *pair_gen;    /* &our pair_hdr_t gen; NULL without lanes */
+    uint8_t *rx_listed;    /* per lane: already in rx (poller only) */
+} shm_tl_t;
+
+/* Whether peer p has died (it is then marked dead); looks at most once per
+ * millisecond per peer, since callers retry in a loop (shm.c). */
+int xp_shm_peer_gone(shm_peer_t *p);
+
+/* A peer's request to help with a shared copy, received in our inbox with
+ * src = -2 - rank: copy the chunks we can still claim (shm_split.c). */
+__attribute__((cold)) void xp_shm_split_help(shm_tl_t *s, int rank, const void *pkt,
+                                             size_t len);
+
+/* Bulk copy between our buffer `local` and rank's buffer `remote` (do_write:
+ * into rank's memory): through our mapping of its shared heap, else with
+ * process_vm_readv/writev, a large one split with the peer (shm_split.c). */
+xp_status_t xp_shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
+                       int nlocal, const struct iovec *remote, int nremote);
+
+#endif
