@@ -20,8 +20,8 @@
 #include "util/tsan.h"
 #include "xportals/xp.h"
 
-#define TL_MAX_OPEN 8
-#define TL_POLL_BUDGET 64
+#define TL_MAX_OPEN XP_TL_MAX_OPEN
+#define TL_POLL_BUDGET XP_TL_POLL_BUDGET
 /* Polls before sleeping when this node runs more ranks than we have CPUs:
  * then a spinning waiter only keeps the rank it waits for off the CPU, so
  * it should sleep after about a microsecond (the futex wake-up costs a few;
@@ -47,17 +47,18 @@ typedef struct tl_open {
 
 struct xp_tl_state {
     xp_tl_routes_t rt;       /* first: read by the inline xp_tl_route */
+    xp_tl_polls_t polls;     /* second: read by the inline xp_tl_pending and
+                              * xp_tl_progress_excl (xp_tl_head_t) */
     xp_tl_params_t params;   /* transports keep a pointer to it */
     int nopen;
     tl_open_t open[TL_MAX_OPEN];
     xp_doorbell_t local_doorbell; /* when no transport offers a shared one */
     long spins;              /* xp_tl_spin_count() */
-    /* xp_tl_pending's table, built once: waiters call it in every spin. */
-    int npending;            /* open transports with a pending() */
-    int always_pending;      /* one has none: it may always have work */
-    int (*pending_fn[TL_MAX_OPEN])(xp_tl_t *tl);
-    xp_tl_t *pending_tl[TL_MAX_OPEN];
 };
+
+_Static_assert(offsetof(struct xp_tl_state, rt) == offsetof(xp_tl_head_t, rt) &&
+                   offsetof(struct xp_tl_state, polls) == offsetof(xp_tl_head_t, polls),
+               "transport.h's inline functions read the state's head as xp_tl_head_t");
 
 const char *const *xp_tl_names(void)
 {
@@ -147,16 +148,18 @@ static void build_routes(struct xp_tl_state *st)
             break;
         }
     }
-    st->npending = 0;
-    st->always_pending = 0;
+    xp_tl_polls_t *pl = &st->polls;
+    memset(pl, 0, sizeof *pl);
     for (int i = 0; i < st->nopen; i++) {
         const xp_tl_ops_t *ops = st->open[i].ops;
+        pl->poll_excl[pl->npoll] = OPS_HAS(ops, poll_excl) ? ops->poll_excl : ops->poll;
+        pl->poll_tl[pl->npoll++] = st->open[i].tl;
         if (!OPS_HAS(ops, pending)) {
-            st->always_pending = 1;
+            pl->always_pending = 1;
             continue;
         }
-        st->pending_fn[st->npending] = ops->pending;
-        st->pending_tl[st->npending++] = st->open[i].tl;
+        pl->pending[pl->npending] = ops->pending;
+        pl->pending_tl[pl->npending++] = st->open[i].tl;
     }
     /* The process doorbell must be one that peers can ring. */
     st->params.doorbell = &st->local_doorbell;
@@ -291,34 +294,6 @@ int xp_tl_progress(void)
     for (int i = 0; i < st->nopen; i++)
         n += st->open[i].ops->poll(st->open[i].tl, TL_POLL_BUDGET);
     return n;
-}
-
-int xp_tl_progress_excl(void)
-{
-    struct xp_tl_state *st = xp_ctx.tl;
-    if (!st)
-        return 0;
-    int n = 0;
-    xp_tsan_message_in();
-    for (int i = 0; i < st->nopen; i++) {
-        const xp_tl_ops_t *ops = st->open[i].ops;
-        int (*poll)(xp_tl_t *, int) = OPS_HAS(ops, poll_excl) ? ops->poll_excl : ops->poll;
-        n += poll(st->open[i].tl, TL_POLL_BUDGET);
-    }
-    return n;
-}
-
-int xp_tl_pending(void)
-{
-    struct xp_tl_state *st = xp_ctx.tl;
-    if (!st)
-        return 0;
-    if (st->always_pending)
-        return 1;
-    for (int i = 0; i < st->npending; i++)
-        if (st->pending_fn[i](st->pending_tl[i]))
-            return 1;
-    return 0;
 }
 
 size_t xp_tl_max_packet(int rank)

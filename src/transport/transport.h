@@ -128,6 +128,29 @@ typedef struct xp_tl_routes {
     xp_tl_route_t *routes;
 } xp_tl_routes_t;
 
+#define XP_TL_MAX_OPEN 8     /* transports one process opens at most */
+#define XP_TL_POLL_BUDGET 64 /* packets per transport per xp_tl_progress */
+
+/* The open transports' pending and poll functions, resolved once by
+ * xp_tl_init: xp_tl_pending (a waiter's every spin) and xp_tl_progress_excl
+ * (the engine's poll) below call them directly, inline. */
+typedef struct xp_tl_polls {
+    int npending;        /* open transports with a pending() */
+    int always_pending;  /* one has none: it may always have work */
+    int (*pending[XP_TL_MAX_OPEN])(xp_tl_t *tl);
+    xp_tl_t *pending_tl[XP_TL_MAX_OPEN];
+    int npoll;           /* open transports */
+    int (*poll_excl[XP_TL_MAX_OPEN])(xp_tl_t *tl, int budget); /* else ops->poll */
+    xp_tl_t *poll_tl[XP_TL_MAX_OPEN];
+} xp_tl_polls_t;
+
+/* The head of the manager's state, as the inline functions below see it
+ * (transport.c's state starts with these two members). */
+typedef struct xp_tl_head {
+    xp_tl_routes_t rt;
+    xp_tl_polls_t polls;
+} xp_tl_head_t;
+
 /* The route to `rank`; NULL before xp_tl_init, for a bad rank, or when no
  * transport reaches it. */
 static inline const xp_tl_route_t *xp_tl_route(int rank)
@@ -185,10 +208,33 @@ int xp_tl_progress(void);
  * other thread polls through xp_tl_progress (the engine is its only user in
  * the library): the transports skip their consumer trylock. Not from inside
  * the handler (the engine's trylock already keeps it out). */
-int xp_tl_progress_excl(void);
+static inline int xp_tl_progress_excl(void)
+{
+    const xp_tl_head_t *h = (const xp_tl_head_t *)(const void *)xp_ctx.tl;
+    int n = 0;
+    if (!h)
+        return 0;
+    /* What arrives may have been sent in reaction to our messages (TSan
+     * builds only; the transports' own delivery work is covered too). */
+    xp_tsan_message_in();
+    for (int i = 0; i < h->polls.npoll; i++)
+        n += h->polls.poll_excl[i](h->polls.poll_tl[i], XP_TL_POLL_BUDGET);
+    return n;
+}
 /* Nonzero if xp_tl_progress() would deliver something now: the predicate a
  * progress thread gives xp_doorbell_wait(xp_tl_doorbell(), ...). */
-int xp_tl_pending(void);
+static inline int xp_tl_pending(void)
+{
+    const xp_tl_head_t *h = (const xp_tl_head_t *)(const void *)xp_ctx.tl;
+    if (!h)
+        return 0;
+    if (h->polls.always_pending)
+        return 1;
+    for (int i = 0; i < h->polls.npending; i++)
+        if (h->polls.pending[i](h->polls.pending_tl[i]))
+            return 1;
+    return 0;
+}
 /* Largest packet that reaches `rank`; 0 if unreachable. */
 size_t xp_tl_max_packet(int rank);
 uint32_t xp_tl_caps(int rank);
