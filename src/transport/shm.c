@@ -491,16 +491,14 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
      * of the owner and a load of other_end; the rest goes out of line. */
     if (__builtin_expect(xp_load_relaxed(&p->fast_owner) == xp_thread_id() &&
                              !xp_load_relaxed(&p->dead) &&
-                             xp_load_acquire(&p->other_end) == p->owner_seen,
+                             xp_load_acquire(&p->other_end) == p->owner_seen &&
+                             xp_shm_ring_try_push_single(p->lane_req, &p->req_cached_head,
+                                                         s->rank, hdr, hdr_len, data, data_len),
                          1)) {
-        xp_status_t st = xp_shm_ring_push_single(p->lane_req, &p->req_cached_head, s->rank, hdr,
-                                                 hdr_len, data, data_len);
-        if (__builtin_expect(st == XP_OK, 1)) {
-            xp_shm_doorbell_ring_fenced(p->db, p->fence);
-            return XP_OK;
-        }
-        return pushed(p, st);
+        xp_shm_doorbell_ring_fenced(p->db, p->fence);
+        return XP_OK;
     }
+    /* (A full or wrapping lane too: send_general pushes again, slowly.) */
     return send_general(s, p, hdr, hdr_len, data, data_len);
 }
 
@@ -533,14 +531,12 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
     shm_peer_t *p = &s->peers[rank];
     /* No size check: as for shm_send, the route's was made. The common
      * case: the answer lane is announced already. */
-    if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->dead), 1)) {
-        xp_status_t st = xp_shm_ring_push_single(p->lane_ans, &p->ans_cached_head, s->rank, hdr,
-                                                 hdr_len, data, data_len);
-        if (__builtin_expect(st == XP_OK, 1)) {
-            xp_shm_doorbell_ring_fenced(p->db, p->fence);
-            return XP_OK;
-        }
-        return pushed(p, st);
+    if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->dead) &&
+                             xp_shm_ring_try_push_single(p->lane_ans, &p->ans_cached_head,
+                                                         s->rank, hdr, hdr_len, data, data_len),
+                         1)) {
+        xp_shm_doorbell_ring_fenced(p->db, p->fence);
+        return XP_OK;
     }
     return send_excl_general(tl, rank, hdr, hdr_len, data, data_len);
 }

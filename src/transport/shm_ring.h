@@ -104,15 +104,13 @@ static inline void xp_shm_copy_small(unsigned char *dst, const void *src, size_t
     }
 }
 
-/* Append one packet to a ring that has ONE producer (the caller guarantees
- * that no other thread or process pushes to it concurrently): no locked
- * instruction, the tail is advanced with a plain release store. Same
- * results as xp_shm_ring_push. Never mix the two on one ring. Inline: the
- * common case (no wrap, room known from the cached head) is a few loads
- * and stores around the copies. */
-static inline xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head,
-                                                  int src, const void *hdr, size_t hdr_len,
-                                                  const void *data, size_t data_len)
+/* The common case of xp_shm_ring_push_single (no wrap, room known from the
+ * cached head, not too large): 1 when it pushed the packet, 0 when the
+ * caller must call xp_shm_ring_push_single (nothing was written). It makes
+ * no call, so a sender's fast path stays a leaf. */
+static inline int xp_shm_ring_try_push_single(xp_shm_ring_t *ring, const uint64_t *cached_head,
+                                              int src, const void *hdr, size_t hdr_len,
+                                              const void *data, size_t data_len)
 {
     size_t len = hdr_len + data_len;
     size_t need = (XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL;
@@ -120,20 +118,35 @@ static inline xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t 
     uint64_t t = xp_load_relaxed(&ring->tail);
     uint32_t idx = (uint32_t)(t & (ncells - 1));
     /* need <= ncells / 2 is len <= xp_shm_ring_max_packet(ring). */
-    if (__builtin_expect(need <= ncells / 2 && idx + need <= ncells &&
-                             (int64_t)(t + need - xp_load_relaxed(cached_head)) <= (int64_t)ncells,
-                         1)) {
-        xp_shm_cell_t *c = &ring->cells[idx];
-        xp_store_release(&ring->tail, t + need);
-        c->len = (uint32_t)len;
-        c->src = src;
-        xp_shm_copy_small(c->payload, hdr, hdr_len);
-        xp_shm_copy_small(c->payload + hdr_len, data, data_len);
-        xp_store_release(&c->seq, t);
+    if (__builtin_expect(need > ncells / 2 || idx + need > ncells ||
+                             (int64_t)(t + need - xp_load_relaxed(cached_head)) > (int64_t)ncells,
+                         0))
+        return 0;
+    xp_shm_cell_t *c = &ring->cells[idx];
+    xp_store_release(&ring->tail, t + need);
+    c->len = (uint32_t)len;
+    c->src = src;
+    xp_shm_copy_small(c->payload, hdr, hdr_len);
+    xp_shm_copy_small(c->payload + hdr_len, data, data_len);
+    xp_store_release(&c->seq, t);
+    return 1;
+}
+
+/* Append one packet to a ring that has ONE producer (the caller guarantees
+ * that no other thread or process pushes to it concurrently): no locked
+ * instruction, the tail is advanced with a plain release store. Same
+ * results as xp_shm_ring_push. Never mix the two on one ring. Inline: the
+ * common case is a few loads and stores around the copies. */
+static inline xp_status_t xp_shm_ring_push_single(xp_shm_ring_t *ring, uint64_t *cached_head,
+                                                  int src, const void *hdr, size_t hdr_len,
+                                                  const void *data, size_t data_len)
+{
+    if (__builtin_expect(
+            xp_shm_ring_try_push_single(ring, cached_head, src, hdr, hdr_len, data, data_len), 1))
         return XP_OK;
-    }
     return xp_shm_ring_push_single_slow(ring, cached_head, src, hdr, hdr_len, data, data_len);
 }
+
 /* Deliver up to budget packets to fn. One consumer at a time (the caller
  * serialises); returns the number delivered, or -1 if the ring is corrupt. */
 int xp_shm_ring_poll(xp_shm_ring_t *ring, int budget, xp_tl_recv_fn fn, void *arg);
