@@ -88,15 +88,16 @@ xp_status_t xp_atomic_apply_plain(ptl_op_t op, ptl_datatype_t dt, void *target,
 static inline int xp_atomic_apply_word(ptl_op_t op, ptl_datatype_t dt, void *target,
                                        const void *data, size_t len, void *fetch_out)
 {
-    uint64_t x = 0, old;
+    uint64_t x, old;
     size_t size = (dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8
                   : (dt == PTL_INT32_T || dt == PTL_UINT32_T) ? 4
                                                               : 0;
     if (size == 0 || len != size || ((uintptr_t)target % size) != 0)
         return 0;
-    __builtin_memcpy(&x, data, size);
+    /* Copies of a constant size: single moves, no library call. */
     if (size == 8) {
         uint64_t *p = target;
+        __builtin_memcpy(&x, data, 8);
         switch (op) {
         case PTL_SUM: old = __atomic_fetch_add(p, x, __ATOMIC_ACQ_REL); break;
         case PTL_BAND: old = __atomic_fetch_and(p, x, __ATOMIC_ACQ_REL); break;
@@ -105,8 +106,11 @@ static inline int xp_atomic_apply_word(ptl_op_t op, ptl_datatype_t dt, void *tar
         case PTL_SWAP: old = __atomic_exchange_n(p, x, __ATOMIC_ACQ_REL); break;
         default: return 0;
         }
+        if (fetch_out)
+            __builtin_memcpy(fetch_out, &old, 8);
     } else {
-        uint32_t *p = target, y = (uint32_t)x, o;
+        uint32_t *p = target, y, o;
+        __builtin_memcpy(&y, data, 4);
         switch (op) {
         case PTL_SUM: o = __atomic_fetch_add(p, y, __ATOMIC_ACQ_REL); break;
         case PTL_BAND: o = __atomic_fetch_and(p, y, __ATOMIC_ACQ_REL); break;
@@ -115,10 +119,9 @@ static inline int xp_atomic_apply_word(ptl_op_t op, ptl_datatype_t dt, void *tar
         case PTL_SWAP: o = __atomic_exchange_n(p, y, __ATOMIC_ACQ_REL); break;
         default: return 0;
         }
-        old = o;
+        if (fetch_out)
+            __builtin_memcpy(fetch_out, &o, 4);
     }
-    if (fetch_out)
-        __builtin_memcpy(fetch_out, &old, size); /* little endian: the low bytes */
     return 1;
 }
 

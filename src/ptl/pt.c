@@ -393,7 +393,7 @@ static unsigned entry_fast_flags(const xp_le_t *le)
     unsigned o = le->options, f = 0;
     if ((o & PTL_ME_OP_PUT) && !le->region.iov &&
         !(o & (PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL | PTL_ME_NO_TRUNCATE)))
-        f |= XP_LE_FAST_PUT;
+        f |= XP_LE_FAST_PUT | ((o & PTL_ME_OP_GET) ? XP_LE_FAST_FETCH : 0);
     if (o & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE))
         f |= XP_LE_FAST_QUIET;
     if (le->ct && (o & PTL_ME_EVENT_CT_COMM))

@@ -67,6 +67,8 @@ enum {
     XP_LE_FAST_CT_BYTES = 1u << 3,
     /* PTL_ME_ACK_DISABLE: accepted messages get no acknowledgement. */
     XP_LE_FAST_NOACK = 1u << 4,
+    /* XP_LE_FAST_PUT and PTL_ME_OP_GET too: takes fetching atomics. */
+    XP_LE_FAST_FETCH = 1u << 5,
 };
 
 /* An LE or ME. */

@@ -757,6 +757,89 @@ static inline int fast_put_compact(int src, const unsigned char *pkt, size_t len
     return fast_put(src, &p, pkt, len);
 }
 
+/* The REPLY of a fetching atomic, built from the request's header as
+ * send_answer builds it. */
+static void fast_reply(int src, const unsigned char *pkt, ptl_size_t offset, const void *old,
+                       size_t mlength)
+{
+    xp_pkt_t a;
+    memcpy(&a, pkt, sizeof(a));
+    a.type = XP_PKT_REPLY;
+    a.flags = 0;
+    a.nseg = 0;
+    a.fail = PTL_NI_OK;
+    a.mlength = mlength;
+    a.remote_offset = offset;
+    a.ptl_list = PTL_PRIORITY_LIST;
+    xp_status_t rc = xp_eng_send(src, &a, old, mlength, NULL, 0, 1);
+    if (rc != XP_OK)
+        xp_warn("answer to rank %d failed: %s", src, xp_status_string(rc));
+}
+
+/* A one-element atomic (PtlAtomic or PtlFetchAtomic, full header `pkt` of
+ * `len` bytes) with a native read-modify-write: SUM, BAND, BOR or BXOR on an
+ * aligned 4- or 8-byte integer lying whole in a fast entry (the XP_LE_FAST_*
+ * rules of fast_put; XP_LE_FAST_FETCH for the fetching form). One pass as in
+ * fast_put: no request record, no generic check or dispatch. Returns 0,
+ * having changed nothing, for anything else. */
+static inline int fast_atomic(int src, const unsigned char *pkt, size_t len)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    int fetch = pkt[offsetof(xp_pkt_t, type)] == XP_PKT_FETCH;
+    uint8_t ack_req = pkt[offsetof(xp_pkt_t, ack_req)], slot = pkt[offsetof(xp_pkt_t, slot)];
+    uint8_t op = pkt[offsetof(xp_pkt_t, atomic_op)], dt = pkt[offsetof(xp_pkt_t, atomic_type)];
+    size_t size = len - sizeof(xp_pkt_t);
+    int ack = !fetch && ack_req == PTL_CT_ACK_REQ;
+    if (pkt[offsetof(xp_pkt_t, flags)] != 0 || load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
+        load64(pkt, offsetof(xp_pkt_t, rlength)) != size ||
+        (op != PTL_SUM && op != PTL_BAND && op != PTL_BOR && op != PTL_BXOR) ||
+        size != ((dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8
+                 : (dt == PTL_INT32_T || dt == PTL_UINT32_T) ? 4
+                                                             : 0) ||
+        (!fetch && !ack && ack_req != PTL_NO_ACK_REQ) || slot >= XP_PTL_NI_SLOTS ||
+        __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
+        return 0;
+    xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
+    if (!ni || size > (fetch ? ni->limits.max_fetch_atomic_size : ni->limits.max_atomic_size))
+        return 0;
+    xp_pt_t *pt = xp_pt_enter(ni, load32(pkt, offsetof(xp_pkt_t, pt_index)));
+    if (!pt)
+        return 0;
+    xp_le_t *le = fast_match(src, ni, pt, load64(pkt, offsetof(xp_pkt_t, match_bits)));
+    if (!le || !pt->enabled)
+        goto decline;
+    unsigned f = le->fast;
+    ptl_size_t offset = load64(pkt, offsetof(xp_pkt_t, remote_offset));
+    if (!(f & (fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT)) ||
+        (le->uid != PTL_UID_ANY && le->uid != load32(pkt, offsetof(xp_pkt_t, uid))) ||
+        (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
+        (ack && (f & XP_LE_FAST_NOACK)) || offset > le->region.length ||
+        size > le->region.length - offset)
+        goto decline;
+    uint64_t old;
+    /* Declines (memory untouched) when the element is misaligned. */
+    if (!xp_atomic_apply_word((ptl_op_t)op, (ptl_datatype_t)dt, le->region.start + offset,
+                              pkt + sizeof(xp_pkt_t), size, fetch ? &old : NULL))
+        goto decline;
+    /* As handle_request: the answer, then the count. */
+    if (fetch)
+        fast_reply(src, pkt, offset, &old, size);
+    else if (ack && !xp_eng_ack_join(st, src, load32(pkt, offsetof(xp_pkt_t, md_handle)), size))
+        fast_ack_first(src, pkt, len, offset, size);
+    xp_ct_t *ct = le->ct;
+    int fire = 0;
+    if (f & XP_LE_FAST_CT)
+        fire = xp_ct_add_polled(ct, (f & XP_LE_FAST_CT_BYTES) ? size : 1,
+                                __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED));
+    xp_pt_leave(pt);
+    if (__builtin_expect(fire, 0))
+        xp_ct_fire(ct);
+    return 1;
+decline:
+    xp_pt_leave(pt);
+    return 0;
+}
+
 /* Every packet the fast path does not take: the header is decoded into an
  * xp_pkt_t and dispatched. Out of line, so that the fast path's caller saves
  * no registers for it. */
@@ -791,6 +874,9 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         fast_put_compact(src_rank, pkt, len))
         return;
     if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t) && fast_put_full(src_rank, pkt, len))
+        return;
+    if ((type == XP_PKT_FETCH || type == XP_PKT_ATOMIC) && len >= sizeof(xp_pkt_t) &&
+        fast_atomic(src_rank, pkt, len))
         return;
     recv_full(src_rank, pkt, len);
 }

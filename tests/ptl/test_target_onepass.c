@@ -1,7 +1,8 @@
 /*
  * test_target_onepass - the target's one-pass path for small inline puts
- * (target.c fast_put: per-entry XP_LE_FAST_* flags computed at append) and
- * every condition that must send a put to the full path instead. Each rank
+ * and one-element atomics (target.c fast_put, fast_atomic: per-entry
+ * XP_LE_FAST_* flags computed at append) and every condition that must send
+ * a message to the full path instead. Each rank
  * puts to the next one (itself with 1 process) and checks what landed in
  * its own entries:
  *   - a plain persistent LE counting with a CT (one pass), truncation with
@@ -14,6 +15,10 @@
  *     events enabled (full PUT event) and with COMM_DISABLE (no event), a
  *     disabled PT (PT_DISABLED failure), the overflow list;
  *   - a triggered CTInc on the entry's CT (fired after the PT is left);
+ *   - atomics (target.c fast_atomic): a fetch-add and a PtlAtomic BXOR in
+ *     one pass; MIN, a misaligned element, an element that does not fit or
+ *     lies past the end, an entry without OP_GET (fetch refused) and
+ *     ACK_DISABLE on the full path;
  *   - on a matching NI: exact MEs found by hash, an earlier wildcard ME
  *     winning over a later exact one, an earlier NO_TRUNCATE ME too short
  *     for the message skipped, USE_ONCE MEs consumed in order, a put that
@@ -389,6 +394,135 @@ static void test_triggered(side_t *s)
     PtlCTFree(c);
 }
 
+/* A fetching atomic on `pt` of the next rank through md_g (replies into
+ * `fetched`), operand from src; waits for the reply. refused: the target
+ * must answer with a failure. */
+static unsigned char fetched[16];
+
+static void fetch_op(side_t *s, ptl_handle_md_t md_g, ptl_handle_ct_t ct_g, ptl_size_t *n_g,
+                     ptl_size_t roff, uint64_t bits, ptl_op_t op, ptl_datatype_t dt,
+                     ptl_size_t len, int refused)
+{
+    ptl_ct_event_t ev, reset;
+    XP_REQUIRE(PtlFetchAtomic(md_g, 0, s->md_n, 0, len, s->next, PT, bits, roff, NULL, 0, op, dt) ==
+               PTL_OK);
+    XP_REQUIRE(PtlCTWait(ct_g, *n_g + 1, &ev) == PTL_OK);
+    if (refused) {
+        XP_CHECK_EQ(ev.success, *n_g);
+        XP_CHECK_EQ(ev.failure, 1);
+        reset.success = *n_g;
+        reset.failure = 0;
+        XP_REQUIRE(PtlCTSet(ct_g, reset) == PTL_OK);
+    } else {
+        XP_CHECK_EQ(ev.success, ++*n_g);
+        XP_CHECK_EQ(ev.failure, 0);
+    }
+}
+
+/* Atomics: one-element native ones take the one pass; other operations,
+ * a misaligned element, one that does not fit, an entry without OP_GET
+ * and ACK_DISABLE take the full path. */
+static void test_atomics(side_t *s)
+{
+    static uint64_t w[4], ng[2];
+    ptl_handle_ct_t c = new_ct(s), ct_g;
+    ptl_handle_md_t md_g;
+    ptl_md_t md;
+    ptl_size_t n_g = 0, n = 0;
+    uint64_t v;
+    uint32_t v32;
+    XP_REQUIRE(PtlCTAlloc(s->ni, &ct_g) == PTL_OK);
+    memset(&md, 0, sizeof(md));
+    md.start = fetched;
+    md.length = sizeof(fetched);
+    md.eq_handle = PTL_EQ_NONE;
+    md.ct_handle = ct_g;
+    md.options = PTL_MD_EVENT_CT_REPLY;
+    XP_REQUIRE(PtlMDBind(s->ni, &md, &md_g) == PTL_OK);
+    ptl_handle_any_t e = post(s, PT, w, sizeof(w), PTL_ME_OP_GET, c, PTL_UID_ANY,
+                              PTL_PRIORITY_LIST, 20, 0);
+    w[0] = 0;
+    w[1] = 100;
+    w[2] = UINT64_C(0xF0F0F0F0F0F0F0F0);
+    w[3] = 7;
+    barrier();
+    /* fetch-add, 8 bytes: one pass */
+    v = 5;
+    memcpy(src, &v, 8);
+    fetch_op(s, md_g, ct_g, &n_g, 8, 20, PTL_SUM, PTL_UINT64_T, 8, 0);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 100);
+    /* PtlAtomic BXOR on 4 bytes with a counting ACK: one pass */
+    v32 = 0xFFFFFFFFu;
+    memcpy(src, &v32, 4);
+    XP_REQUIRE(PtlAtomic(s->md_n, 0, 4, PTL_CT_ACK_REQ, s->next, PT, 20, 16, NULL, 0, PTL_BXOR,
+                         PTL_UINT32_T) == PTL_OK);
+    s->want_n++;
+    wait_acks(s);
+    /* MIN: the full path */
+    v = 3;
+    memcpy(src, &v, 8);
+    fetch_op(s, md_g, ct_g, &n_g, 24, 20, PTL_MIN, PTL_UINT64_T, 8, 0);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 7);
+    /* a misaligned 4-byte element: the full path */
+    v32 = 0x01010101u;
+    memcpy(src, &v32, 4);
+    fetch_op(s, md_g, ct_g, &n_g, 2, 20, PTL_SUM, PTL_UINT32_T, 4, 0);
+    memcpy(&v32, fetched, 4);
+    XP_CHECK_EQ(v32, 0);
+    /* an element that does not fit: nothing changes, nothing fetched */
+    memset(fetched, 0xCC, sizeof(fetched));
+    fetch_op(s, md_g, ct_g, &n_g, sizeof(w) - 4, 20, PTL_SUM, PTL_UINT64_T, 8, 0);
+    XP_CHECK_EQ(fetched[0], 0xCC);
+    fetch_op(s, md_g, ct_g, &n_g, 4096, 20, PTL_SUM, PTL_UINT64_T, 8, 0); /* past the end */
+    XP_CHECK_EQ(fetched[0], 0xCC);
+    expect_ct(c, n += 6);
+    barrier();
+    XP_CHECK_EQ(w[1], 105);
+    XP_CHECK_EQ(w[2], UINT64_C(0xF0F0F0F00F0F0F0F));
+    XP_CHECK_EQ(w[3], 3);
+    XP_CHECK_EQ(w[0], UINT64_C(0x0000010101010000)); /* bytes 2..5 */
+    unlink_entry(s, e);
+    /* no OP_GET: a fetching atomic is refused, a plain one is not */
+    e = post(s, PT, ng, sizeof(ng), 0, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 21, 0);
+    ng[0] = 1;
+    ng[1] = 0;
+    barrier();
+    v = 1;
+    memcpy(src, &v, 8);
+    fetch_op(s, md_g, ct_g, &n_g, 0, 21, PTL_SUM, PTL_UINT64_T, 8, 1);
+    XP_REQUIRE(PtlAtomic(s->md_n, 0, 8, PTL_CT_ACK_REQ, s->next, PT, 21, 0, NULL, 0, PTL_SUM,
+                         PTL_UINT64_T) == PTL_OK);
+    s->want_n++;
+    wait_acks(s);
+    expect_ct(c, ++n);
+    barrier();
+    XP_CHECK_EQ(ng[0], 2);
+    unlink_entry(s, e);
+    /* ACK_DISABLE: the counting ACK becomes a bare completion */
+    e = post(s, PT, ng, sizeof(ng), PTL_ME_ACK_DISABLE, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 22, 0);
+    barrier();
+    XP_REQUIRE(PtlAtomic(s->md_n, 0, 8, PTL_CT_ACK_REQ, s->next, PT, 22, 8, NULL, 0, PTL_SUM,
+                         PTL_UINT64_T) == PTL_OK);
+    expect_ct(c, ++n);
+    barrier();
+    unlink_entry(s, e);
+    e = post(s, PT, ng, sizeof(ng), 0, c, PTL_UID_ANY, PTL_PRIORITY_LIST, 22, 0);
+    barrier();
+    XP_REQUIRE(PtlAtomic(s->md_n, 0, 8, PTL_CT_ACK_REQ, s->next, PT, 22, 8, NULL, 0, PTL_SUM,
+                         PTL_UINT64_T) == PTL_OK);
+    s->want_n++;
+    wait_acks(s); /* exactly one more: the bare completion was not counted */
+    expect_ct(c, ++n);
+    barrier();
+    XP_CHECK_EQ(ng[1], 2);
+    unlink_entry(s, e);
+    PtlMDRelease(md_g);
+    PtlCTFree(ct_g);
+    PtlCTFree(c);
+}
+
 /* Matching order on a matching NI. */
 static void test_me_order(side_t *s)
 {
@@ -460,6 +594,7 @@ int main(void)
         test_options(&s);
         test_eq(&s);
         test_triggered(&s);
+        test_atomics(&s);
         if (matching)
             test_me_order(&s);
         barrier();
