@@ -134,6 +134,7 @@ static xp_status_t list_init(xp_match_list_t *l)
     xp_list_init(&l->all);
     l->nwildcard = 0;
     l->count = 0;
+    l->hot = NULL;
     return XP_OK;
 }
 
@@ -234,6 +235,8 @@ void xp_match_remove(xp_match_table_t *t, xp_match_entry_t *e)
     if (!e->linked)
         return;
     l = &t->lists[e->list];
+    if (l->hot == e)
+        l->hot = NULL;
     xp_list_del(&e->link);
     xp_list_del(&e->all);
     l->count--;

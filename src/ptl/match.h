@@ -103,6 +103,9 @@ typedef struct xp_match_list {
     size_t          nwildcard;
     xp_list_t       all;
     size_t          count;
+    /* The by_key entry xp_match_find_any returned last: the earliest of its
+     * key until it is removed (later appends of that key come after it). */
+    xp_match_entry_t *hot;
 } xp_match_list_t;
 
 typedef struct xp_match_table {
@@ -229,14 +232,20 @@ static inline xp_match_entry_t *xp_match_find_any(xp_match_table_t *t, xp_match_
     xp_match_list_t *l = &t->lists[list];
     if (__builtin_expect(l->nwildcard || l->by_source.count, 0))
         return xp_match_find(t, list, source, match_bits, NULL, NULL);
+    xp_match_entry_t *e = l->hot;
+    /* Exact-key entries: the predicate is two compares. A stream of
+     * messages to one key finds its entry without hashing. */
+    if (e && e->spec.match_bits == match_bits && e->spec.source == source)
+        return e;
     if (!l->by_key.count)
         return NULL;
     xp_list_t *head = &l->by_key.slots[xp_match_key_hash(source, match_bits) & l->by_key.mask];
     for (xp_list_t *n = head->next; n != head; n = n->next) {
-        xp_match_entry_t *e = xp_container_of(n, xp_match_entry_t, link);
-        /* Exact-key entries: the predicate is two compares. */
-        if (e->spec.match_bits == match_bits && e->spec.source == source)
+        e = xp_container_of(n, xp_match_entry_t, link);
+        if (e->spec.match_bits == match_bits && e->spec.source == source) {
+            l->hot = e;
             return e;
+        }
     }
     return NULL;
 }

@@ -433,6 +433,47 @@ static void test_non_matching(void)
     xp_match_table_fini(&t);
 }
 
+/* xp_match_find_any (the packet handler's inline lookup with its cached
+ * entry) against a walk of the list in append order, on lists of exact-key
+ * entries only (its own path) and after a wildcard joins (the fallback),
+ * under random appends and removals. */
+static void test_find_any(void)
+{
+    enum { N = 48 };
+    xp_match_table_t t;
+    xp_match_entry_t e[N];
+    uint64_t s = 0xf1d;
+    XP_REQUIRE(xp_match_table_init(&t) == XP_OK);
+    for (int i = 0; i < N; i++) {
+        xp_match_spec_t spec = xp_match_spec_logical(i % 4, 0, (uint32_t)(i / 4 % 3), 0);
+        if (i == N - 1)
+            spec = xp_match_spec_any();
+        xp_match_entry_init(&e[i], &spec, NULL);
+    }
+    for (int round = 0; round < 20000 && !xp_test_failures_; round++) {
+        int i = (int)rng_below(&s, N - (round < 10000 ? 1 : 0));
+        if (rng_below(&s, 3) == 0) {
+            if (xp_match_entry_linked(&e[i]))
+                xp_match_remove(&t, &e[i]);
+            else
+                xp_match_append(&t, XP_MATCH_PRIORITY, &e[i]);
+        }
+        uint64_t src = rng_below(&s, 3), bits = rng_below(&s, 4);
+        xp_match_entry_t *want = NULL;
+        for (xp_match_entry_t *x = xp_match_first(&t, XP_MATCH_PRIORITY); x && !want;
+             x = xp_match_next(&t, x))
+            if (xp_match_spec_matches(&x->spec, src, bits))
+                want = x;
+        xp_match_entry_t *got = xp_match_find_any(&t, XP_MATCH_PRIORITY, src, bits);
+        XP_CHECK(got == want);
+        if (got != want)
+            fprintf(stderr, "  round %d src %llu bits %llu: got %d want %d\n", round,
+                    (unsigned long long)src, (unsigned long long)bits, got ? (int)(got - e) : -1,
+                    want ? (int)(want - e) : -1);
+    }
+    xp_match_table_fini(&t);
+}
+
 int main(int argc, char **argv)
 {
     int ncases = argc > 1 ? atoi(argv[1]) : 4000;
@@ -442,6 +483,7 @@ int main(int argc, char **argv)
     test_growth();
     test_bad_after();
     test_non_matching();
+    test_find_any();
     for (int i = 0; i < ncases && !xp_test_failures_; i++)
         random_case(UINT64_C(0x5eed) + (uint64_t)i, 50 + i % 350);
     return xp_test_result();
