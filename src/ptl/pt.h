@@ -133,6 +133,25 @@ static inline void xp_pt_leave(xp_pt_t *pt)
     __atomic_store_n(&pt->handler_in, 0, __ATOMIC_RELEASE);
 }
 xp_pt_t *xp_pt_enter_slow(xp_pt_t *pt);
+/* xp_pt_enter for a caller that holds the process state `st` (no second
+ * look-up for the light fence). */
+static inline xp_pt_t *xp_pt_enter_st(const xp_ptl_state_t *st, xp_ni_t *ni,
+                                      ptl_pt_index_t pt_index)
+{
+    if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
+        return NULL;
+    xp_pt_t *pt = &ni->pt[pt_index];
+    __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), 1))
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* xp_ptl_light_fence */
+    else
+        xp_fence();
+    if (__builtin_expect(__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE) || !pt->allocated, 0))
+        return xp_pt_enter_slow(pt);
+    xp_pt_tsan_entered(pt);
+    return pt;
+}
+
 static inline xp_pt_t *xp_pt_enter(xp_ni_t *ni, ptl_pt_index_t pt_index)
 {
     if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)

@@ -668,7 +668,7 @@ static inline __attribute__((always_inline)) int fast_put(int src, const small_p
     xp_ni_t *ni = __atomic_load_n(&st->ni[p->slot], __ATOMIC_ACQUIRE);
     if (!ni)
         return 0;
-    xp_pt_t *pt = xp_pt_enter(ni, p->pt_index);
+    xp_pt_t *pt = xp_pt_enter_st(st, ni, p->pt_index);
     if (!pt)
         return 0;
     xp_le_t *le = fast_match(src, ni, pt, p->match_bits);
@@ -802,7 +802,7 @@ static inline int fast_atomic(int src, const unsigned char *pkt, size_t len)
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni || size > (fetch ? ni->limits.max_fetch_atomic_size : ni->limits.max_atomic_size))
         return 0;
-    xp_pt_t *pt = xp_pt_enter(ni, load32(pkt, offsetof(xp_pkt_t, pt_index)));
+    xp_pt_t *pt = xp_pt_enter_st(st, ni, load32(pkt, offsetof(xp_pkt_t, pt_index)));
     if (!pt)
         return 0;
     xp_le_t *le = fast_match(src, ni, pt, load64(pkt, offsetof(xp_pkt_t, match_bits)));
