@@ -595,18 +595,40 @@ out:
 
 /* ------------------------------------------------------------ fast path */
 
-/* What the fast path reads of a small inline put. */
-typedef struct small_put {
-    const unsigned char *payload;
-    size_t len;              /* payload bytes, equal to the requested length */
-    uint64_t match_bits;
-    uint64_t remote_offset;
-    uint32_t pt_index;
-    uint32_t uid;
-    uint32_t md_handle;
-    uint8_t slot;
-    uint8_t ack_req;
-} small_put_t;
+static inline uint32_t load32(const unsigned char *p, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
+static inline uint64_t load64(const unsigned char *p, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
+/* Where the fast path finds the fields of a small inline put in either
+ * wire form: read in place when needed (the ring slot may be unaligned),
+ * never copied as a header. */
+typedef struct put_form {
+    size_t hdr; /* header bytes: the payload follows */
+    size_t slot, ack_req, pt_index, uid, md_handle, match_bits, remote_offset;
+} put_form_t;
+
+static const put_form_t form_compact = {
+    sizeof(xp_wire_sput_t), offsetof(xp_wire_sput_t, slot), offsetof(xp_wire_sput_t, ack_req),
+    offsetof(xp_wire_sput_t, pt_index), offsetof(xp_wire_sput_t, uid),
+    offsetof(xp_wire_sput_t, md_handle), offsetof(xp_wire_sput_t, match_bits),
+    offsetof(xp_wire_sput_t, remote_offset),
+};
+
+static const put_form_t form_full = {
+    sizeof(xp_pkt_t), offsetof(xp_pkt_t, slot), offsetof(xp_pkt_t, ack_req),
+    offsetof(xp_pkt_t, pt_index), offsetof(xp_pkt_t, uid), offsetof(xp_pkt_t, md_handle),
+    offsetof(xp_pkt_t, match_bits), offsetof(xp_pkt_t, remote_offset),
+};
 
 /* The first counting ACK of a run (the next ones join it: xp_eng_ack_join)
  * is the answer send_answer builds from the request's header, decoded from
@@ -655,40 +677,43 @@ static inline xp_le_t *fast_match(int src, xp_ni_t *ni, xp_pt_t *pt, uint64_t ma
  * or events, the PT is enabled with no flow-controlled EQ to reserve room
  * in, and the caller is the thread that handles packets (the handler-owned
  * CT word and the gathered ACK are its own). Returns 0, having changed
- * nothing, for anything else: handle_request does it all. `full` is the
- * request's packet of `len` bytes (for the first ACK of a run). */
-static inline __attribute__((always_inline)) int fast_put(int src, const small_put_t *p,
-                                                         const void *pkt, size_t len)
+ * nothing, for anything else: handle_request does it all. `pkt` is the
+ * packet of `len` bytes in wire form `fm` (its lengths checked by the
+ * caller). */
+static inline __attribute__((always_inline)) int fast_put(int src, const put_form_t *fm,
+                                                         const unsigned char *pkt, size_t len)
 {
     xp_ptl_state_t *st = xp_ptl_state_peek();
-    int ack = p->ack_req == PTL_CT_ACK_REQ;
-    if (p->slot >= XP_PTL_NI_SLOTS || (!ack && p->ack_req != PTL_NO_ACK_REQ) ||
+    uint8_t slot = pkt[fm->slot], ack_req = pkt[fm->ack_req];
+    size_t size = len - fm->hdr;
+    int ack = ack_req == PTL_CT_ACK_REQ;
+    if (slot >= XP_PTL_NI_SLOTS || (!ack && ack_req != PTL_NO_ACK_REQ) ||
         __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
         return 0;
-    xp_ni_t *ni = __atomic_load_n(&st->ni[p->slot], __ATOMIC_ACQUIRE);
+    xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni)
         return 0;
-    xp_pt_t *pt = xp_pt_enter_st(st, ni, p->pt_index);
+    xp_pt_t *pt = xp_pt_enter_st(st, ni, load32(pkt, fm->pt_index));
     if (!pt)
         return 0;
-    xp_le_t *le = fast_match(src, ni, pt, p->match_bits);
+    xp_le_t *le = fast_match(src, ni, pt, load64(pkt, fm->match_bits));
     if (!le || !pt->enabled)
         goto decline;
     unsigned f = le->fast;
-    if (!(f & XP_LE_FAST_PUT) || (le->uid != PTL_UID_ANY && le->uid != p->uid) ||
+    if (!(f & XP_LE_FAST_PUT) || (le->uid != PTL_UID_ANY && le->uid != load32(pkt, fm->uid)) ||
         (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
         (ack && (f & XP_LE_FAST_NOACK)))
         goto decline;
-    ptl_size_t offset = p->remote_offset;
+    ptl_size_t offset = load64(pkt, fm->remote_offset);
     ptl_size_t mlength = offset >= le->region.length ? 0 : le->region.length - offset;
-    if (mlength > p->len)
-        mlength = p->len;
+    if (mlength > size)
+        mlength = size;
     if (mlength > 16)
-        memcpy(le->region.start + offset, p->payload, (size_t)mlength);
+        memcpy(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
     else if (mlength)
-        copy_small(le->region.start + offset, p->payload, (size_t)mlength);
+        copy_small(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
     /* As handle_request: the answer, then the count. */
-    if (ack && !xp_eng_ack_join(st, src, p->md_handle, mlength))
+    if (ack && !xp_eng_ack_join(st, src, load32(pkt, fm->md_handle), mlength))
         fast_ack_first(src, pkt, len, offset, mlength);
     xp_ct_t *ct = le->ct;
     int fire = 0;
@@ -706,55 +731,21 @@ decline:
     return 0;
 }
 
-static inline uint32_t load32(const unsigned char *p, size_t off)
-{
-    uint32_t v;
-    memcpy(&v, p + off, sizeof(v));
-    return v;
-}
-
-static inline uint64_t load64(const unsigned char *p, size_t off)
-{
-    uint64_t v;
-    memcpy(&v, p + off, sizeof(v));
-    return v;
-}
-
-/* A put with the full header: its fields read in place (the ring slot may
- * be unaligned), no copy of the header. len: packet bytes (>= header). */
+/* A put with the full header: no flags, requested length = payload. */
 static inline int fast_put_full(int src, const unsigned char *pkt, size_t len)
 {
-    small_put_t p;
-    p.len = len - sizeof(xp_pkt_t);
-    if (pkt[offsetof(xp_pkt_t, flags)] != 0 || load64(pkt, offsetof(xp_pkt_t, rlength)) != p.len)
+    if (pkt[offsetof(xp_pkt_t, flags)] != 0 ||
+        load64(pkt, offsetof(xp_pkt_t, rlength)) != len - sizeof(xp_pkt_t))
         return 0;
-    p.payload = pkt + sizeof(xp_pkt_t);
-    p.slot = pkt[offsetof(xp_pkt_t, slot)];
-    p.ack_req = pkt[offsetof(xp_pkt_t, ack_req)];
-    p.pt_index = load32(pkt, offsetof(xp_pkt_t, pt_index));
-    p.uid = load32(pkt, offsetof(xp_pkt_t, uid));
-    p.md_handle = load32(pkt, offsetof(xp_pkt_t, md_handle));
-    p.match_bits = load64(pkt, offsetof(xp_pkt_t, match_bits));
-    p.remote_offset = load64(pkt, offsetof(xp_pkt_t, remote_offset));
-    return fast_put(src, &p, pkt, len);
+    return fast_put(src, &form_full, pkt, len);
 }
 
 /* A compact small put (wire.h: no flags, rlength = payload length). */
 static inline int fast_put_compact(int src, const unsigned char *pkt, size_t len)
 {
-    small_put_t p;
-    p.len = len - sizeof(xp_wire_sput_t);
-    if (pkt[offsetof(xp_wire_sput_t, len)] != p.len)
+    if (pkt[offsetof(xp_wire_sput_t, len)] != len - sizeof(xp_wire_sput_t))
         return 0;
-    p.payload = pkt + sizeof(xp_wire_sput_t);
-    p.slot = pkt[offsetof(xp_wire_sput_t, slot)];
-    p.ack_req = pkt[offsetof(xp_wire_sput_t, ack_req)];
-    p.pt_index = load32(pkt, offsetof(xp_wire_sput_t, pt_index));
-    p.uid = load32(pkt, offsetof(xp_wire_sput_t, uid));
-    p.md_handle = load32(pkt, offsetof(xp_wire_sput_t, md_handle));
-    p.match_bits = load64(pkt, offsetof(xp_wire_sput_t, match_bits));
-    p.remote_offset = load64(pkt, offsetof(xp_wire_sput_t, remote_offset));
-    return fast_put(src, &p, pkt, len);
+    return fast_put(src, &form_compact, pkt, len);
 }
 
 /* The REPLY of a fetching atomic, built from the request's header as
