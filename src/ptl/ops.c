@@ -302,9 +302,22 @@ static inline xp_status_t send_inline(const xp_tl_route_t *r, int rank, xp_md_t 
     return rc;
 }
 
+/* Copy a reply's inline data into a plain MD: fixed-size copies for the
+ * common small atomic results, the library for the rest. */
+static inline void reply_copy(char *dst, const unsigned char *src, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        __builtin_memcpy(dst, src, 8);
+        __builtin_memcpy(dst + n - 8, src + n - 8, 8);
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len)
 {
-    xp_md_t *md = xp_md_from_handle(h->md_handle);
+    /* xp_md_from_handle, inline (generation-checked). */
+    xp_md_t *md = xp_handle_lookup(&xp_ptl_state()->md_table, h->md_handle);
     void *user_ptr = (void *)(uintptr_t)h->user_ptr;
     int ok = h->fail == PTL_NI_OK;
     if (!md) {
@@ -362,7 +375,11 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
             size_t n = len < h->mlength ? len : h->mlength;
             /* The echoed offset is the peer's word: never write outside the MD. */
             if (h->local_offset <= md->region.length && n <= md->region.length - h->local_offset) {
-                xp_region_write(&md->region, h->local_offset, payload, n);
+                if (!md->region.iov)
+                    reply_copy((char *)((uintptr_t)md->region.start + h->local_offset), payload,
+                               n);
+                else
+                    xp_region_write(&md->region, h->local_offset, payload, n);
             } else {
                 xp_error("reply from rank %d outside MD %#x (offset %llu, %zu bytes) not written",
                          src_rank, h->md_handle, (unsigned long long)h->local_offset, n);
