@@ -7,3 +7,7 @@ if(TARGET xprun)
   xp_mp_test(test_engine_atomic NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_atomic.c LIBS portals TIMEOUT 60)
   xp_mp_test(test_engine_atomic NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_atomic.c LIBS portals TIMEOUT 60)
 endif()
+# Small replies (gets of 1..40 bytes, fetch-adds) into a plain MD at offsets 0..3,
+# from this process to itself: every byte of the MD checked.
+xp_test(test_reply_small SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_reply_small.c LIBS portals
+        TIMEOUT 30 LABELS ptl)
