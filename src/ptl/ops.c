@@ -283,9 +283,9 @@ static void send_ev_post(void *arg)
  * respect to the answer when the MD has an event queue. r: the route to
  * rank when the caller looked it up and checked the length against it
  * (NULL: xp_tl_send makes the checks). */
-static inline xp_status_t send_inline(const xp_tl_route_t *r, int rank, xp_md_t *md,
-                                      const xp_pkt_t *h, const void *payload, size_t len,
-                                      void *user_ptr, ptl_size_t local_offset, int answer)
+static inline __attribute__((always_inline)) xp_status_t
+send_inline(const xp_tl_route_t *r, int rank, xp_md_t *md, const xp_pkt_t *h, const void *payload,
+            size_t len, void *user_ptr, ptl_size_t local_offset, int answer)
 {
     send_ev_t e = { md, user_ptr, h, local_offset };
     xp_status_t rc;
