@@ -163,8 +163,43 @@ static void test_odd_size(void)
     xp_buddy_destroy(&b);
 }
 
+/* The tree a fresh allocator starts with, built node by node from the
+ * definition in buddy.c (a wholly free node holds order + 1, a parent the
+ * larger child's value otherwise), against the level-wise init. */
+static void test_init_tree(void)
+{
+    static const size_t counts[] = { 1, 2, 3, 5, 7, 8, 9, 31, 33, 64, 100, 1000, 4097, 65535 };
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        xp_buddy_t b;
+        size_t blocks = counts[c];
+        XP_REQUIRE(xp_buddy_init(&b, 0, blocks * 64, 64) == XP_OK);
+        uint8_t *want = calloc(2 * b.nleaves, 1);
+        XP_REQUIRE(want);
+        for (size_t i = 0; i < b.nleaves; i++)
+            want[b.nleaves + i] = i < blocks;
+        for (size_t i = b.nleaves - 1; i >= 1; i--) {
+            uint8_t l = want[2 * i], r = want[2 * i + 1];
+            unsigned whole = b.levels - (unsigned)(63 - __builtin_clzll(2 * i));
+            want[i] = l == whole && r == whole ? (uint8_t)(whole + 1) : l > r ? l : r;
+        }
+        int same = 1;
+        for (size_t i = 1; i < 2 * b.nleaves; i++)
+            same &= b.tree[i] == want[i];
+        XP_CHECK(same);
+        free(want);
+        /* And every block can be handed out once. */
+        uint64_t off;
+        size_t n = 0;
+        while (xp_buddy_alloc(&b, 64, &off) == XP_OK)
+            n++;
+        XP_CHECK_EQ(n, blocks);
+        xp_buddy_destroy(&b);
+    }
+}
+
 int main(void)
 {
+    test_init_tree();
     test_random();
     test_exhaustion_and_errors();
     test_odd_size();
