@@ -118,6 +118,12 @@ void xp_eng_flush_deferred(void);
  * xp_eng_flush_deferred) or before any other answer, so answers stay in
  * order; the initiator's CT sees the same total. */
 void xp_eng_ack_many(int rank, const xp_pkt_t *a);
+/* From the handler: the compact REPLY `w` (ptl/wire.h) with its w->len data
+ * bytes, straight to the route when nothing is deferred and the ring has
+ * room; else as xp_eng_send(in_handler = 1) sends its full header (in order
+ * behind deferred answers). */
+struct xp_wire_sreply;
+void xp_eng_send_sreply(int rank, const struct xp_wire_sreply *w, const void *data);
 
 /* ---------------------------------------------------------------- process state */
 
@@ -275,6 +281,10 @@ static inline void xp_poll_unlock(xp_ptl_state_t *st)
 void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len);
 /* Answers arriving at the initiator. */
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len);
+/* A compact REPLY (ptl/wire.h, XP_WIRE_SREPLY) of `len` bytes (at least its
+ * header), read in place: a successful one for a plain MD without an EQ is
+ * written and counted here, anything else decoded for xp_eng_handle_answer. */
+void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len);
 
 /* XTQ (xtq/ builds PtlXtqPut on it): a put whose data is gathered from two
  * MD ranges - [off1, off1+len1) of md1 (command packet + arguments), then

@@ -191,6 +191,24 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
     }
 }
 
+void xp_eng_send_sreply(int rank, const xp_wire_sreply_t *w, const void *data)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    size_t len = w->len;
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (__builtin_expect(r && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) &&
+                             sizeof(*w) + len <= r->max_packet,
+                         1) &&
+        xp_tl_route_send_excl(r, rank, w, sizeof(*w), data, len) == XP_OK)
+        return;
+    /* Deferred answers first, a full ring, an unusual route: the general
+     * answer send (which encodes the same compact form when it goes). */
+    xp_pkt_t h;
+    xp_wire_sreply_unpack(w, &h);
+    xp_status_t rc = xp_eng_send(rank, &h, data, len, NULL, 0, 1);
+    if (rc != XP_OK)
+        xp_warn("answer to rank %d failed: %s", rank, xp_status_string(rc));
+}
 
 /* Send a request whose answer may arrive before we post the SEND event: hold
  * the poll lock (no answer can be handled meanwhile) across the send and the
@@ -391,6 +409,65 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
     }
     xp_ptl_notify();
     xp_md_answered(md, (h->flags & XP_PKT_F_MANY) ? h->nseg : 1);
+}
+
+static inline uint32_t wire_load32(const unsigned char *p, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
+static inline uint64_t wire_load64(const unsigned char *p, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
+/* The general answer path for a compact REPLY (malformed ones dropped). */
+static void __attribute__((noinline)) sreply_general(int src_rank, const void *pkt, size_t len)
+{
+    xp_pkt_t h;
+    size_t hlen;
+    if (xp_wire_decode(pkt, len, &h, &hlen) != 0) {
+        xp_error("malformed reply header (%zu bytes) from rank %d dropped", len, src_rank);
+        return;
+    }
+    xp_eng_handle_answer(src_rank, &h, (const unsigned char *)pkt + hlen, len - hlen);
+}
+
+void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
+{
+    const unsigned char *p = pkt;
+    size_t n = len - sizeof(xp_wire_sreply_t);
+    /* What xp_eng_handle_answer does for a successful inline REPLY to a
+     * plain MD that posts no event: write, count, notify, mark answered.
+     * Released MDs, unexpected answers, failures, events, iovec MDs and
+     * offsets outside the MD take its path (with its messages). */
+    if (p[offsetof(xp_wire_sreply_t, len)] != n || p[offsetof(xp_wire_sreply_t, fail)] != PTL_NI_OK)
+        goto general;
+    xp_md_t *md = xp_md_from_handle(wire_load32(p, offsetof(xp_wire_sreply_t, md_handle)));
+    if (!md || md->eq || md->region.iov || !xp_md_pending(md))
+        goto general;
+    uint64_t off = wire_load64(p, offsetof(xp_wire_sreply_t, local_offset));
+    if (off > md->region.length || n > md->region.length - off)
+        goto general;
+    const unsigned char *data = p + sizeof(xp_wire_sreply_t);
+    char *dst = (char *)md->region.start + off;
+    if (n == 8) {
+        memcpy(dst, data, 8);
+    } else if (n == 4) {
+        memcpy(dst, data, 4);
+    } else if (n) {
+        memcpy(dst, data, n);
+    }
+    md_count(md, PTL_MD_EVENT_CT_REPLY, 1, n);
+    xp_ptl_notify();
+    xp_md_answered(md, 1);
+    return;
+general:
+    sreply_general(src_rank, pkt, len);
 }
 
 /* ---------------------------------------------------------------- requests */

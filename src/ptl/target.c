@@ -748,23 +748,27 @@ static inline int fast_put_compact(int src, const unsigned char *pkt, size_t len
     return fast_put(src, &form_compact, pkt, len);
 }
 
-/* The REPLY of a fetching atomic, built from the request's header as
- * send_answer builds it. */
+/* The REPLY of a fetching atomic, what send_answer builds from the
+ * request's header, in its compact wire form (mlength = rlength = the
+ * element size, no flags), built from the packet. */
 static void fast_reply(int src, const unsigned char *pkt, ptl_size_t offset, const void *old,
                        size_t mlength)
 {
-    xp_pkt_t a;
-    memcpy(&a, pkt, sizeof(a));
-    a.type = XP_PKT_REPLY;
-    a.flags = 0;
-    a.nseg = 0;
-    a.fail = PTL_NI_OK;
-    a.mlength = mlength;
-    a.remote_offset = offset;
-    a.ptl_list = PTL_PRIORITY_LIST;
-    xp_status_t rc = xp_eng_send(src, &a, old, mlength, NULL, 0, 1);
-    if (rc != XP_OK)
-        xp_warn("answer to rank %d failed: %s", src, xp_status_string(rc));
+    xp_wire_sreply_t w = {
+        .type = XP_WIRE_SREPLY,
+        .slot = pkt[offsetof(xp_pkt_t, slot)],
+        .fail = PTL_NI_OK,
+        .len = (uint8_t)mlength,
+        .ptl_list = PTL_PRIORITY_LIST,
+        .atomic_op = pkt[offsetof(xp_pkt_t, atomic_op)],
+        .atomic_type = pkt[offsetof(xp_pkt_t, atomic_type)],
+        .md_handle = load32(pkt, offsetof(xp_pkt_t, md_handle)),
+        .pt_index = load32(pkt, offsetof(xp_pkt_t, pt_index)),
+        .remote_offset = offset,
+        .local_offset = load64(pkt, offsetof(xp_pkt_t, local_offset)),
+        .user_ptr = load64(pkt, offsetof(xp_pkt_t, user_ptr)),
+    };
+    xp_eng_send_sreply(src, &w, old);
 }
 
 /* A one-element atomic (PtlAtomic or PtlFetchAtomic, full header `pkt` of
@@ -869,5 +873,9 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
     if ((type == XP_PKT_FETCH || type == XP_PKT_ATOMIC) && len >= sizeof(xp_pkt_t) &&
         fast_atomic(src_rank, pkt, len))
         return;
+    if (type == XP_WIRE_SREPLY && len >= sizeof(xp_wire_sreply_t)) {
+        xp_eng_handle_sreply(src_rank, pkt, len);
+        return;
+    }
     recv_full(src_rank, pkt, len);
 }

@@ -10,6 +10,9 @@
  * and no offsets. Those two travel in compact forms (40 and 24 bytes), so a
  * put of up to 8 bytes and its acknowledgement take one cell each: the
  * transport moves about three times as many one-cell packets per second.
+ * A REPLY with its data inline (a fetching atomic's old value, a small get)
+ * has a compact form too (40 bytes): what its REPLY event and the MD write
+ * read, with the data's length standing for rlength and mlength.
  *
  * xp_wire_encode picks the compact form when it carries everything the
  * receiver reads; xp_wire_decode turns any received header back into an
@@ -30,6 +33,7 @@
 enum {
     XP_WIRE_SPUT = 16, /* xp_wire_sput_t: a small put whose answer only counts */
     XP_WIRE_SACK = 17, /* xp_wire_sack_t: a counting or bare acknowledgement */
+    XP_WIRE_SREPLY = 18, /* xp_wire_sreply_t: a REPLY with its data inline */
 };
 
 /* Largest payload a compact put carries (its length field is one byte). */
@@ -67,13 +71,41 @@ typedef struct xp_wire_sack {
     uint64_t mlength;
 } xp_wire_sack_t;
 
+/* Largest inline REPLY data the compact form carries (one length byte). */
+#define XP_WIRE_SREPLY_MAX 255u
+
+/* A REPLY of len inline bytes (no flags, no RMA) whose requested and
+ * manipulated lengths are both len: a successful get or fetching atomic
+ * answered whole. Its REPLY event reads user_ptr, mlength, remote_offset,
+ * ni_fail_type and the start from local_offset (match_bits, hdr_data and
+ * the initiator's uid are no REPLY event fields, so they do not travel);
+ * pt_index, ptl_list and the atomic operation and type come along so the
+ * event is the one the full header gives. */
+typedef struct xp_wire_sreply {
+    uint8_t type;        /* XP_WIRE_SREPLY */
+    uint8_t slot;        /* initiator NI slot */
+    uint8_t fail;        /* ptl_ni_fail_t */
+    uint8_t len;         /* data bytes = rlength = mlength */
+    uint8_t ptl_list;
+    uint8_t atomic_op;
+    uint8_t atomic_type;
+    uint8_t pad;
+    uint32_t md_handle;
+    uint32_t pt_index;
+    uint64_t remote_offset;
+    uint64_t local_offset;
+    uint64_t user_ptr;
+} xp_wire_sreply_t;
+
 typedef union xp_wire {
     xp_wire_sput_t sput;
     xp_wire_sack_t sack;
+    xp_wire_sreply_t sreply;
 } xp_wire_t;
 
 _Static_assert(sizeof(xp_wire_sput_t) == 40, "a compact put and 8 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sack_t) == 24, "compact ack layout");
+_Static_assert(sizeof(xp_wire_sreply_t) == 40, "a compact reply and 8 bytes fill one cell");
 
 static inline int xp_wire_sput_ok(const xp_pkt_t *h, size_t len)
 {
@@ -85,6 +117,51 @@ static inline int xp_wire_sack_ok(const xp_pkt_t *h)
 {
     return h->type == XP_PKT_ACK && !(h->flags & ~(unsigned)(XP_PKT_F_NOACK | XP_PKT_F_MANY)) &&
            (h->ack_req != PTL_ACK_REQ || (h->flags & XP_PKT_F_NOACK));
+}
+
+static inline int xp_wire_sreply_ok(const xp_pkt_t *h, size_t len)
+{
+    return h->type == XP_PKT_REPLY && !h->flags && len <= XP_WIRE_SREPLY_MAX &&
+           h->mlength == len && h->rlength == len;
+}
+
+/* The compact REPLY for h (xp_wire_sreply_ok(h, len)) in *s. */
+static inline void xp_wire_sreply_fill(xp_wire_sreply_t *s, const xp_pkt_t *h, size_t len)
+{
+    *s = (xp_wire_sreply_t){
+        .type = XP_WIRE_SREPLY,
+        .slot = h->slot,
+        .fail = h->fail,
+        .len = (uint8_t)len,
+        .ptl_list = h->ptl_list,
+        .atomic_op = h->atomic_op,
+        .atomic_type = h->atomic_type,
+        .md_handle = h->md_handle,
+        .pt_index = h->pt_index,
+        .remote_offset = h->remote_offset,
+        .local_offset = h->local_offset,
+        .user_ptr = h->user_ptr,
+    };
+}
+
+/* The full header a compact REPLY stands for (omitted fields zero). */
+static inline void xp_wire_sreply_unpack(const xp_wire_sreply_t *s, xp_pkt_t *h)
+{
+    *h = (xp_pkt_t){
+        .type = XP_PKT_REPLY,
+        .slot = s->slot,
+        .fail = s->fail,
+        .ptl_list = s->ptl_list,
+        .atomic_op = s->atomic_op,
+        .atomic_type = s->atomic_type,
+        .md_handle = s->md_handle,
+        .pt_index = s->pt_index,
+        .rlength = s->len,
+        .mlength = s->len,
+        .remote_offset = s->remote_offset,
+        .local_offset = s->local_offset,
+        .user_ptr = s->user_ptr,
+    };
 }
 
 /* The header to send for h followed by len payload bytes: a compact form
@@ -120,6 +197,11 @@ static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_
         w->sack.mlength = h->mlength;
         *hdr_len = sizeof(w->sack);
         return &w->sack;
+    }
+    if (xp_wire_sreply_ok(h, len)) {
+        xp_wire_sreply_fill(&w->sreply, h, len);
+        *hdr_len = sizeof(w->sreply);
+        return &w->sreply;
     }
     *hdr_len = sizeof(*h);
     return h;
@@ -171,6 +253,17 @@ static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_
         if (!xp_wire_sack_ok(h))
             return -1;
         *hdr_len = sizeof(a);
+        return 0;
+    }
+    if (type == XP_WIRE_SREPLY) {
+        xp_wire_sreply_t s;
+        if (len < sizeof(s))
+            return -1;
+        memcpy(&s, pkt, sizeof(s));
+        if (s.len != len - sizeof(s))
+            return -1;
+        xp_wire_sreply_unpack(&s, h);
+        *hdr_len = sizeof(s);
         return 0;
     }
     if (len < sizeof(*h))
