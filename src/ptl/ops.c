@@ -891,6 +891,16 @@ int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t len
                          XP_ATOMIC_PLAIN);
 }
 
+/* A one-element fetching atomic that xp_atomic_check accepts and the
+ * target's one-pass path applies natively (an aligned 4- or 8-byte integer,
+ * SUM or a bitwise operation). */
+static inline int fetch_word_ok(ptl_op_t op, ptl_datatype_t dt, ptl_size_t length)
+{
+    return (op == PTL_SUM || op == PTL_BAND || op == PTL_BOR || op == PTL_BXOR) &&
+           (length == 8 ? dt == PTL_INT64_T || dt == PTL_UINT64_T
+                        : length == 4 && (dt == PTL_INT32_T || dt == PTL_UINT32_T));
+}
+
 int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
                    ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset, ptl_size_t length,
                    ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
@@ -905,9 +915,45 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
     put_md = md_lookup(st, put_md_handle);
     if (!get_md || !put_md)
         return PTL_ARG_INVALID;
-    return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
-                         PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset, user_ptr,
-                         hdr_data, NULL, operation, datatype, XP_ATOMIC_FETCH);
+    /* The common one-word fetch (a valid native operation, plain MDs, no
+     * SEND event to order before the REPLY, a route that takes it inline):
+     * what atomic_common does, without its general checks, copies and
+     * encoding. */
+    const xp_tl_route_t *r = NULL;
+    int rank = -1;
+    if (__builtin_expect(fetch_word_ok(operation, datatype, length) && !get_md->region.iov &&
+                             !put_md->region.iov && !put_md->eq && get_md->ni == put_md->ni &&
+                             length <= put_md->ni->limits.max_fetch_atomic_size &&
+                             check_range(get_md, local_get_offset, length) &&
+                             check_range(put_md, local_put_offset, length),
+                         1)) {
+        rank = xp_ni_target_rank(put_md->ni, target_id);
+        if (rank >= 0)
+            r = inline_route(rank, length);
+    }
+    if (__builtin_expect(!r, 0))
+        return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
+                             PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset,
+                             user_ptr, hdr_data, NULL, operation, datatype, XP_ATOMIC_FETCH);
+    xp_pkt_t h;
+    pkt_init(&h, st, XP_PKT_FETCH, get_md, pt_index, match_bits, remote_offset, user_ptr,
+             hdr_data, length);
+    h.ack_req = PTL_NO_ACK_REQ;
+    h.atomic_op = (uint8_t)operation;
+    h.atomic_type = (uint8_t)datatype;
+    h.local_offset = local_get_offset;
+    const void *payload = (const char *)put_md->region.start + local_put_offset;
+    xp_md_expect(get_md);
+    xp_status_t rc = xp_tl_route_send(r, rank, &h, sizeof(h), payload, length);
+    if (__builtin_expect(rc == XP_ERR_AGAIN, 0))
+        rc = xp_eng_send(rank, &h, payload, length, NULL, 0, 0);
+    if (__builtin_expect(rc != XP_OK, 0)) {
+        h.local_offset = local_put_offset;
+        undeliverable(put_md, &h, 1, get_md, local_get_offset);
+    } else if (put_md->ct && (put_md->options & PTL_MD_EVENT_CT_SEND)) {
+        md_count(put_md, PTL_MD_EVENT_CT_SEND, 1, length); /* no EQ: no SEND event */
+    }
+    return PTL_OK;
 }
 
 int PtlSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
