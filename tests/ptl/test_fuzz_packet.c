@@ -96,6 +96,27 @@ static void set_reply(xp_pkt_t *h, void *arg)
     h->mlength = v[1];
 }
 
+/* Re-encode a wire packet with xp_wire_encode (a compact form where one
+ * fits; a REPLY made to fit one: no flags, lengths = its data). */
+static size_t to_compact(unsigned char *pkt, size_t len)
+{
+    xp_pkt_t h;
+    unsigned char payload[MAXPKT];
+    size_t hl = xp_fuzz_ptl_hdr_decode(pkt, len, &h), nhl;
+    XP_REQUIRE(hl);
+    size_t plen = len - hl;
+    memcpy(payload, pkt + hl, plen);
+    if (h.type == XP_PKT_REPLY) {
+        h.flags = 0;
+        h.rlength = h.mlength = plen;
+    }
+    xp_wire_t w;
+    const void *wh = xp_wire_encode(&h, plen, &w, &nhl);
+    memcpy(pkt, wh, nhl);
+    memcpy(pkt + nhl, payload, plen);
+    return nhl + plen;
+}
+
 static void directed(void)
 {
     unsigned char pkt[MAXPKT], data[MAXPKT];
@@ -206,6 +227,23 @@ static void directed(void)
     n = edit_header(pkt, n, set_reply, far);
     rejected_by(pkt, n, 0);
 
+    /* The same replies in the compact form (their own receive path), and
+     * compact ones cut short or with a length byte that lies. */
+    n = xp_fuzz_ptl_template(0, XP_PKT_PUT, 64, data, 64, pkt, sizeof(pkt));
+    n = edit_header(pkt, n, set_reply, lo);
+    n = to_compact(pkt, n);
+    XP_CHECK_EQ(pkt[0], XP_WIRE_SREPLY);
+    rejected_by(pkt, n, 0);
+    n = xp_fuzz_ptl_template(0, XP_PKT_PUT, 64, data, 64, pkt, sizeof(pkt));
+    n = edit_header(pkt, n, set_reply, far);
+    n = to_compact(pkt, n);
+    XP_CHECK_EQ(pkt[0], XP_WIRE_SREPLY);
+    rejected_by(pkt, n, 0);
+    for (size_t cut = 0; cut < n; cut += 7)
+        rejected_by(pkt, cut, 0);
+    pkt[offsetof(xp_wire_sreply_t, len)] = 200;
+    rejected_by(pkt, n, 0);
+
     XP_CHECK(xp_fuzz_ptl_guards_ok());
 }
 
@@ -269,6 +307,11 @@ static size_t random_packet(xp_rng_t *r, unsigned char *pkt)
         size_t nhl;
         if (xp_rng_below(r, 2)) { /* the compact wire form where one fits */
             xp_wire_t w;
+            /* Often make a REPLY fit the compact one (its own receive path). */
+            if (h.type == XP_PKT_REPLY && plen <= XP_WIRE_SREPLY_MAX && xp_rng_below(r, 2)) {
+                h.flags = 0;
+                h.rlength = h.mlength = plen;
+            }
             const void *wh = xp_wire_encode(&h, plen, &w, &nhl);
             memcpy(pkt, wh, nhl);
         } else {

@@ -123,6 +123,73 @@ static void test_acks(void)
     XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_pkt_t));
 }
 
+static xp_pkt_t reply_hdr(size_t len)
+{
+    xp_pkt_t h;
+    memset(&h, 0, sizeof(h));
+    h.type = XP_PKT_REPLY;
+    h.slot = 2;
+    h.fail = PTL_NI_OK;
+    h.ptl_list = PTL_PRIORITY_LIST;
+    h.atomic_op = PTL_SUM;
+    h.atomic_type = PTL_UINT64_T;
+    h.md_handle = 0x12345678u;
+    h.pt_index = 9;
+    h.rlength = len;
+    h.mlength = len;
+    h.remote_offset = 1ull << 33;
+    h.local_offset = 24;
+    h.user_ptr = 0xdeadbeef0badf00dull;
+    return h;
+}
+
+static void test_replies(void)
+{
+    xp_pkt_t h = reply_hdr(8), d;
+    /* A fetch-add's REPLY: header and 8 bytes in one 64-byte cell. */
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_wire_sreply_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    XP_CHECK_EQ(16 + sizeof(xp_wire_sreply_t) + 8, 64);
+    h = reply_hdr(0);
+    h.fail = PTL_NI_OP_VIOLATION;
+    XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_wire_sreply_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    h = reply_hdr(255);
+    XP_CHECK_EQ(round_trip(&h, 255, &d), sizeof(xp_wire_sreply_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    /* Fields a REPLY event does not have are not carried. */
+    h = reply_hdr(8);
+    h.match_bits = 5;
+    h.hdr_data = 6;
+    h.uid = 7;
+    h.ack_req = PTL_CT_ACK_REQ;
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_wire_sreply_t));
+    XP_CHECK(d.match_bits == 0 && d.hdr_data == 0 && d.uid == 0 && d.ack_req == 0);
+    XP_CHECK_EQ(d.user_ptr, h.user_ptr);
+    XP_CHECK_EQ(d.local_offset, 24);
+    /* Whole headers: too long, RMA data, a truncated reply, lengths that
+     * differ from the data sent. */
+    h = reply_hdr(256);
+    XP_CHECK_EQ(round_trip(&h, 256, &d), sizeof(xp_pkt_t));
+    h = reply_hdr(8);
+    h.flags = XP_PKT_F_RMA;
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_pkt_t));
+    XP_CHECK_EQ(d.flags, XP_PKT_F_RMA);
+    h = reply_hdr(8);
+    h.rlength = 16;
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_pkt_t));
+    XP_CHECK_EQ(d.rlength, 16);
+    h = reply_hdr(8);
+    h.mlength = 4;
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_pkt_t));
+    /* xp_wire_sreply_unpack is the decoder's view. */
+    h = reply_hdr(8);
+    xp_wire_sreply_t s;
+    xp_wire_sreply_fill(&s, &h, 8);
+    xp_wire_sreply_unpack(&s, &d);
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+}
+
 static void test_malformed(void)
 {
     unsigned char pkt[sizeof(xp_pkt_t) + 64];
@@ -149,6 +216,18 @@ static void test_malformed(void)
     pkt[3] = XP_PKT_F_SENDEV;
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen, &d, &dlen), -1);
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen - 1, &d, &dlen), -1);
+    /* A compact REPLY whose length byte disagrees with the packet, or cut
+     * short. */
+    xp_pkt_t rp = reply_hdr(8);
+    hdr = xp_wire_encode(&rp, 8, &w, &hlen);
+    XP_CHECK_EQ(hlen, sizeof(xp_wire_sreply_t));
+    memcpy(pkt, hdr, hlen);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 8, &d, &dlen), 0);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 7, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 9, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen - 1, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, 1, &d, &dlen), -1);
     /* Empty and short full headers. */
     XP_CHECK_EQ(xp_wire_decode(pkt, 0, &d, &dlen), -1);
     memset(pkt, 0, sizeof(pkt));
@@ -161,6 +240,7 @@ int main(void)
     test_small_put();
     test_full_put();
     test_acks();
+    test_replies();
     test_malformed();
     return xp_test_result();
 }
