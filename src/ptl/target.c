@@ -856,6 +856,18 @@ static void __attribute__((noinline)) recv_full(int src_rank, const void *pkt, s
         xp_error("unknown packet type %u from rank %d dropped", h.type, src_rank);
 }
 
+/* What the fast paths leave: a compact REPLY is read in place by its own
+ * path, the rest decoded. Out of line and without a frame (both calls are
+ * tail calls): a test here rather than in xp_eng_recv leaves the puts' code
+ * there as it was, and one in recv_full would follow its register saves. */
+static void __attribute__((noinline)) recv_rest(int src_rank, const void *pkt, size_t len)
+{
+    if (len >= sizeof(xp_wire_sreply_t) && *(const uint8_t *)pkt == XP_WIRE_SREPLY)
+        xp_eng_handle_sreply(src_rank, pkt, len);
+    else
+        recv_full(src_rank, pkt, len);
+}
+
 void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
 {
     (void)arg;
@@ -873,9 +885,5 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
     if ((type == XP_PKT_FETCH || type == XP_PKT_ATOMIC) && len >= sizeof(xp_pkt_t) &&
         fast_atomic(src_rank, pkt, len))
         return;
-    if (type == XP_WIRE_SREPLY && len >= sizeof(xp_wire_sreply_t)) {
-        xp_eng_handle_sreply(src_rank, pkt, len);
-        return;
-    }
-    recv_full(src_rank, pkt, len);
+    recv_rest(src_rank, pkt, len);
 }
