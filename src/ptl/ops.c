@@ -447,21 +447,15 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
      * offsets outside the MD take its path (with its messages). */
     if (p[offsetof(xp_wire_sreply_t, len)] != n || p[offsetof(xp_wire_sreply_t, fail)] != PTL_NI_OK)
         goto general;
-    xp_md_t *md = xp_md_from_handle(wire_load32(p, offsetof(xp_wire_sreply_t, md_handle)));
+    xp_md_t *md = xp_handle_lookup(&xp_ptl_state()->md_table,
+                                   wire_load32(p, offsetof(xp_wire_sreply_t, md_handle)));
     if (!md || md->eq || md->region.iov || !xp_md_pending(md))
         goto general;
     uint64_t off = wire_load64(p, offsetof(xp_wire_sreply_t, local_offset));
     if (off > md->region.length || n > md->region.length - off)
         goto general;
-    const unsigned char *data = p + sizeof(xp_wire_sreply_t);
-    char *dst = (char *)md->region.start + off;
-    if (n == 8) {
-        memcpy(dst, data, 8);
-    } else if (n == 4) {
-        memcpy(dst, data, 4);
-    } else if (n) {
-        memcpy(dst, data, n);
-    }
+    if (n)
+        reply_copy((char *)((uintptr_t)md->region.start + off), p + sizeof(xp_wire_sreply_t), n);
     md_count(md, PTL_MD_EVENT_CT_REPLY, 1, n);
     xp_ptl_notify();
     xp_md_answered(md, 1);
