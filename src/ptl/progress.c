@@ -410,6 +410,20 @@ static int app_active(xp_ptl_state_t *st, uint32_t seen, uint32_t *phases, uint3
     return active != 0 || recent;
 }
 
+/* The progress thread's poll. When a handler woke a parked application
+ * thread (xp_ptl_notify moved app_word), that thread runs on this CPU
+ * (xprun binds a rank's threads to one) only once we stop, and the scheduler
+ * let us go on first: through the next poll round and the doorbell wait's
+ * spin (XP_SPIN_COUNT looks), ~100 us. Let it run now. */
+static int thread_progress(xp_ptl_state_t *st)
+{
+    uint32_t word = __atomic_load_n(&st->app_word, __ATOMIC_RELAXED);
+    int n = xp_ptl_progress();
+    if (__atomic_load_n(&st->app_word, __ATOMIC_RELAXED) != word)
+        sched_yield();
+    return n;
+}
+
 static void *progress_main(void *arg)
 {
     xp_ptl_state_t *st = arg;
@@ -422,7 +436,7 @@ static void *progress_main(void *arg)
             xp_futex_wait(&st->park_word, seen, PARK_NS);
             continue;
         }
-        if (xp_ptl_progress() > 0)
+        if (thread_progress(st) > 0)
             continue;
         /* Packets pending but the poll lock taken: another thread handles
          * them (maybe a long single-copy read). Wait for it asleep on the
@@ -437,7 +451,7 @@ static void *progress_main(void *arg)
             xp_tl_wait(thread_retry_pred, st, xp_time_ns() + DEFER_RETRY_NS);
         else
             xp_tl_wait(thread_pred, st, UINT64_MAX);
-        xp_ptl_progress();
+        thread_progress(st);
     }
     return NULL;
 }
