@@ -929,6 +929,34 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
         return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
                              PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset,
                              user_ptr, hdr_data, NULL, operation, datatype, XP_ATOMIC_FETCH);
+    const void *payload = (const char *)put_md->region.start + local_put_offset;
+    xp_status_t rc = XP_ERR_AGAIN;
+    int compact = 0;
+    xp_md_expect(get_md);
+    /* A get MD without an EQ posts no REPLY event: nothing reads user_ptr,
+     * so it travels as 0 and, with no header data and a 32-bit offset, the
+     * request takes the compact form (one cell with its operand; the route
+     * takes the full header and the operand, so the shorter one too). */
+    if (__builtin_expect(!get_md->eq && !hdr_data && local_get_offset <= UINT32_MAX, 1)) {
+        user_ptr = NULL;
+        compact = 1;
+        xp_wire_sfetch_t w = {
+            .type = XP_WIRE_SFETCH,
+            .slot = (uint8_t)get_md->ni->slot,
+            .atomic_op = (uint8_t)operation,
+            .atomic_type = (uint8_t)datatype,
+            .pt_index = pt_index,
+            .md_handle = get_md->handle,
+            .uid = st->uid,
+            .match_bits = match_bits,
+            .remote_offset = remote_offset,
+            .local_offset = (uint32_t)local_get_offset,
+            .len = (uint8_t)length,
+        };
+        rc = xp_tl_route_send(r, rank, &w, sizeof(w), payload, length);
+        if (__builtin_expect(rc == XP_OK, 1))
+            goto sent;
+    }
     xp_pkt_t h;
     pkt_init(&h, st, XP_PKT_FETCH, get_md, pt_index, match_bits, remote_offset, user_ptr,
              hdr_data, length);
@@ -936,17 +964,19 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
     h.atomic_op = (uint8_t)operation;
     h.atomic_type = (uint8_t)datatype;
     h.local_offset = local_get_offset;
-    const void *payload = (const char *)put_md->region.start + local_put_offset;
-    xp_md_expect(get_md);
-    xp_status_t rc = xp_tl_route_send(r, rank, &h, sizeof(h), payload, length);
+    if (!compact)
+        rc = xp_tl_route_send(r, rank, &h, sizeof(h), payload, length);
+    /* A full ring (xp_eng_send encodes the compact form again). */
     if (__builtin_expect(rc == XP_ERR_AGAIN, 0))
         rc = xp_eng_send(rank, &h, payload, length, NULL, 0, 0);
     if (__builtin_expect(rc != XP_OK, 0)) {
         h.local_offset = local_put_offset;
         undeliverable(put_md, &h, 1, get_md, local_get_offset);
-    } else if (put_md->ct && (put_md->options & PTL_MD_EVENT_CT_SEND)) {
-        md_count(put_md, PTL_MD_EVENT_CT_SEND, 1, length); /* no EQ: no SEND event */
+        return PTL_OK;
     }
+sent:
+    if (put_md->ct && (put_md->options & PTL_MD_EVENT_CT_SEND))
+        md_count(put_md, PTL_MD_EVENT_CT_SEND, 1, length); /* no EQ: no SEND event */
     return PTL_OK;
 }
 

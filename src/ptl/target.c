@@ -748,45 +748,75 @@ static inline int fast_put_compact(int src, const unsigned char *pkt, size_t len
     return fast_put(src, &form_compact, pkt, len);
 }
 
+/* Where the one-pass atomic path finds a request's fields in either wire
+ * form (the full header; the compact fetch, which implies no flags, no
+ * ack_req, rlength = its length byte, user_ptr 0 and a 32-bit local
+ * offset). */
+typedef struct atomic_form {
+    size_t hdr; /* header bytes: the operand follows */
+    size_t slot, op, dt, pt_index, uid, md_handle, match_bits, remote_offset, local_offset;
+    int compact;
+} atomic_form_t;
+
+static const atomic_form_t aform_full = {
+    sizeof(xp_pkt_t), offsetof(xp_pkt_t, slot), offsetof(xp_pkt_t, atomic_op),
+    offsetof(xp_pkt_t, atomic_type), offsetof(xp_pkt_t, pt_index), offsetof(xp_pkt_t, uid),
+    offsetof(xp_pkt_t, md_handle), offsetof(xp_pkt_t, match_bits),
+    offsetof(xp_pkt_t, remote_offset), offsetof(xp_pkt_t, local_offset), 0,
+};
+
+static const atomic_form_t aform_compact = {
+    sizeof(xp_wire_sfetch_t), offsetof(xp_wire_sfetch_t, slot),
+    offsetof(xp_wire_sfetch_t, atomic_op), offsetof(xp_wire_sfetch_t, atomic_type),
+    offsetof(xp_wire_sfetch_t, pt_index), offsetof(xp_wire_sfetch_t, uid),
+    offsetof(xp_wire_sfetch_t, md_handle), offsetof(xp_wire_sfetch_t, match_bits),
+    offsetof(xp_wire_sfetch_t, remote_offset), offsetof(xp_wire_sfetch_t, local_offset), 1,
+};
+
 /* The REPLY of a fetching atomic, what send_answer builds from the
  * request's header, in its compact wire form (mlength = rlength = the
- * element size, no flags), built from the packet. */
-static void fast_reply(int src, const unsigned char *pkt, ptl_size_t offset, const void *old,
-                       size_t mlength)
+ * element size, no flags), built from the packet (form fm). */
+static inline __attribute__((always_inline)) void
+fast_reply(int src, const atomic_form_t *fm, const unsigned char *pkt, ptl_size_t offset,
+           const void *old, size_t mlength)
 {
     xp_wire_sreply_t w = {
         .type = XP_WIRE_SREPLY,
-        .slot = pkt[offsetof(xp_pkt_t, slot)],
+        .slot = pkt[fm->slot],
         .fail = PTL_NI_OK,
         .len = (uint8_t)mlength,
         .ptl_list = PTL_PRIORITY_LIST,
-        .atomic_op = pkt[offsetof(xp_pkt_t, atomic_op)],
-        .atomic_type = pkt[offsetof(xp_pkt_t, atomic_type)],
-        .md_handle = load32(pkt, offsetof(xp_pkt_t, md_handle)),
-        .pt_index = load32(pkt, offsetof(xp_pkt_t, pt_index)),
+        .atomic_op = pkt[fm->op],
+        .atomic_type = pkt[fm->dt],
+        .md_handle = load32(pkt, fm->md_handle),
+        .pt_index = load32(pkt, fm->pt_index),
         .remote_offset = offset,
-        .local_offset = load64(pkt, offsetof(xp_pkt_t, local_offset)),
-        .user_ptr = load64(pkt, offsetof(xp_pkt_t, user_ptr)),
+        .local_offset = fm->compact ? load32(pkt, fm->local_offset) : load64(pkt, fm->local_offset),
+        .user_ptr = fm->compact ? 0 : load64(pkt, offsetof(xp_pkt_t, user_ptr)),
     };
     xp_eng_send_sreply(src, &w, old);
 }
 
-/* A one-element atomic (PtlAtomic or PtlFetchAtomic, full header `pkt` of
- * `len` bytes) with a native read-modify-write: SUM, BAND, BOR or BXOR on an
- * aligned 4- or 8-byte integer lying whole in a fast entry (the XP_LE_FAST_*
- * rules of fast_put; XP_LE_FAST_FETCH for the fetching form). One pass as in
- * fast_put: no request record, no generic check or dispatch. Returns 0,
- * having changed nothing, for anything else. */
-static inline int fast_atomic(int src, const unsigned char *pkt, size_t len)
+/* A one-element atomic (PtlAtomic or PtlFetchAtomic, `pkt` of `len` bytes
+ * in wire form `fm`) with a native read-modify-write: SUM, BAND, BOR or
+ * BXOR on an aligned 4- or 8-byte integer lying whole in a fast entry (the
+ * XP_LE_FAST_* rules of fast_put; XP_LE_FAST_FETCH for the fetching form).
+ * One pass as in fast_put: no request record, no generic check or
+ * dispatch. Returns 0, having changed nothing, for anything else. */
+static inline __attribute__((always_inline)) int
+fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t len)
 {
     xp_ptl_state_t *st = xp_ptl_state_peek();
-    int fetch = pkt[offsetof(xp_pkt_t, type)] == XP_PKT_FETCH;
-    uint8_t ack_req = pkt[offsetof(xp_pkt_t, ack_req)], slot = pkt[offsetof(xp_pkt_t, slot)];
-    uint8_t op = pkt[offsetof(xp_pkt_t, atomic_op)], dt = pkt[offsetof(xp_pkt_t, atomic_type)];
-    size_t size = len - sizeof(xp_pkt_t);
+    int fetch = fm->compact || pkt[offsetof(xp_pkt_t, type)] == XP_PKT_FETCH;
+    uint8_t ack_req = fm->compact ? PTL_NO_ACK_REQ : pkt[offsetof(xp_pkt_t, ack_req)];
+    uint8_t slot = pkt[fm->slot];
+    uint8_t op = pkt[fm->op], dt = pkt[fm->dt];
+    size_t size = len - fm->hdr;
     int ack = !fetch && ack_req == PTL_CT_ACK_REQ;
-    if (pkt[offsetof(xp_pkt_t, flags)] != 0 || load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
-        load64(pkt, offsetof(xp_pkt_t, rlength)) != size ||
+    if ((fm->compact ? pkt[offsetof(xp_wire_sfetch_t, len)] != size
+                     : pkt[offsetof(xp_pkt_t, flags)] != 0 ||
+                           load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
+                           load64(pkt, offsetof(xp_pkt_t, rlength)) != size) ||
         (op != PTL_SUM && op != PTL_BAND && op != PTL_BOR && op != PTL_BXOR) ||
         size != ((dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8
                  : (dt == PTL_INT32_T || dt == PTL_UINT32_T) ? 4
@@ -797,16 +827,16 @@ static inline int fast_atomic(int src, const unsigned char *pkt, size_t len)
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni || size > (fetch ? ni->limits.max_fetch_atomic_size : ni->limits.max_atomic_size))
         return 0;
-    xp_pt_t *pt = xp_pt_enter_st(st, ni, load32(pkt, offsetof(xp_pkt_t, pt_index)));
+    xp_pt_t *pt = xp_pt_enter_st(st, ni, load32(pkt, fm->pt_index));
     if (!pt)
         return 0;
-    xp_le_t *le = fast_match(src, ni, pt, load64(pkt, offsetof(xp_pkt_t, match_bits)));
+    xp_le_t *le = fast_match(src, ni, pt, load64(pkt, fm->match_bits));
     if (!le || !pt->enabled)
         goto decline;
     unsigned f = le->fast;
-    ptl_size_t offset = load64(pkt, offsetof(xp_pkt_t, remote_offset));
+    ptl_size_t offset = load64(pkt, fm->remote_offset);
     if (!(f & (fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT)) ||
-        (le->uid != PTL_UID_ANY && le->uid != load32(pkt, offsetof(xp_pkt_t, uid))) ||
+        (le->uid != PTL_UID_ANY && le->uid != load32(pkt, fm->uid)) ||
         (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
         (ack && (f & XP_LE_FAST_NOACK)) || offset > le->region.length ||
         size > le->region.length - offset)
@@ -814,12 +844,12 @@ static inline int fast_atomic(int src, const unsigned char *pkt, size_t len)
     uint64_t old;
     /* Declines (memory untouched) when the element is misaligned. */
     if (!xp_atomic_apply_word((ptl_op_t)op, (ptl_datatype_t)dt, le->region.start + offset,
-                              pkt + sizeof(xp_pkt_t), size, fetch ? &old : NULL))
+                              pkt + fm->hdr, size, fetch ? &old : NULL))
         goto decline;
     /* As handle_request: the answer, then the count. */
     if (fetch)
-        fast_reply(src, pkt, offset, &old, size);
-    else if (ack && !xp_eng_ack_join(st, src, load32(pkt, offsetof(xp_pkt_t, md_handle)), size))
+        fast_reply(src, fm, pkt, offset, &old, size);
+    else if (ack && !xp_eng_ack_join(st, src, load32(pkt, fm->md_handle), size))
         fast_ack_first(src, pkt, len, offset, size);
     xp_ct_t *ct = le->ct;
     int fire = 0;
@@ -882,8 +912,11 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         return;
     if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t) && fast_put_full(src_rank, pkt, len))
         return;
+    if (type == XP_WIRE_SFETCH && len >= sizeof(xp_wire_sfetch_t) &&
+        fast_atomic(src_rank, &aform_compact, pkt, len))
+        return;
     if ((type == XP_PKT_FETCH || type == XP_PKT_ATOMIC) && len >= sizeof(xp_pkt_t) &&
-        fast_atomic(src_rank, pkt, len))
+        fast_atomic(src_rank, &aform_full, pkt, len))
         return;
     recv_rest(src_rank, pkt, len);
 }

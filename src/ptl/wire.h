@@ -12,7 +12,9 @@
  * transport moves about three times as many one-cell packets per second.
  * A REPLY with its data inline (a fetching atomic's old value, a small get)
  * has a compact form too (40 bytes): what its REPLY event and the MD write
- * read, with the data's length standing for rlength and mlength.
+ * read, with the data's length standing for rlength and mlength. So does a
+ * fetching atomic that needs no echo of user_ptr and no header data (40
+ * bytes): a fetch-add and its operand take one cell.
  *
  * xp_wire_encode picks the compact form when it carries everything the
  * receiver reads; xp_wire_decode turns any received header back into an
@@ -34,6 +36,7 @@ enum {
     XP_WIRE_SPUT = 16, /* xp_wire_sput_t: a small put whose answer only counts */
     XP_WIRE_SACK = 17, /* xp_wire_sack_t: a counting or bare acknowledgement */
     XP_WIRE_SREPLY = 18, /* xp_wire_sreply_t: a REPLY with its data inline */
+    XP_WIRE_SFETCH = 19, /* xp_wire_sfetch_t: a fetching atomic without echo */
 };
 
 /* Largest payload a compact put carries (its length field is one byte). */
@@ -97,15 +100,41 @@ typedef struct xp_wire_sreply {
     uint64_t user_ptr;
 } xp_wire_sreply_t;
 
+/* Largest operand a compact fetching atomic carries (one length byte). */
+#define XP_WIRE_SFETCH_MAX 255u
+
+/* A PtlFetchAtomic request (XP_PKT_FETCH, no flags, no ack_req) whose
+ * header data and user_ptr are 0 and whose get MD offset fits 32 bits;
+ * rlength is the operand length. Lossless: every field it omits is zero in
+ * the full header. The initiator sends user_ptr 0 when its get MD has no EQ
+ * (the REPLY then posts no event, so nothing reads it), so the common
+ * fetch-add and its operand fit one cell. */
+typedef struct xp_wire_sfetch {
+    uint8_t type;        /* XP_WIRE_SFETCH */
+    uint8_t slot;        /* target NI slot */
+    uint8_t atomic_op;
+    uint8_t atomic_type;
+    uint32_t pt_index;
+    uint32_t md_handle;  /* get MD */
+    uint32_t uid;
+    uint64_t match_bits;
+    uint64_t remote_offset;
+    uint32_t local_offset; /* in the get MD */
+    uint8_t len;         /* operand bytes = rlength */
+    uint8_t pad[3];
+} xp_wire_sfetch_t;
+
 typedef union xp_wire {
     xp_wire_sput_t sput;
     xp_wire_sack_t sack;
     xp_wire_sreply_t sreply;
+    xp_wire_sfetch_t sfetch;
 } xp_wire_t;
 
 _Static_assert(sizeof(xp_wire_sput_t) == 40, "a compact put and 8 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sack_t) == 24, "compact ack layout");
 _Static_assert(sizeof(xp_wire_sreply_t) == 40, "a compact reply and 8 bytes fill one cell");
+_Static_assert(sizeof(xp_wire_sfetch_t) == 40, "a compact fetch and 8 bytes fill one cell");
 
 static inline int xp_wire_sput_ok(const xp_pkt_t *h, size_t len)
 {
@@ -123,6 +152,13 @@ static inline int xp_wire_sreply_ok(const xp_pkt_t *h, size_t len)
 {
     return h->type == XP_PKT_REPLY && !h->flags && len <= XP_WIRE_SREPLY_MAX &&
            h->mlength == len && h->rlength == len;
+}
+
+static inline int xp_wire_sfetch_ok(const xp_pkt_t *h, size_t len)
+{
+    return h->type == XP_PKT_FETCH && !h->flags && !h->ack_req && !h->fail && !h->ptl_list &&
+           !h->nseg && !h->hdr_data && !h->mlength && !h->user_ptr &&
+           h->local_offset <= UINT32_MAX && len <= XP_WIRE_SFETCH_MAX && h->rlength == len;
 }
 
 /* The compact REPLY for h (xp_wire_sreply_ok(h, len)) in *s. */
@@ -203,6 +239,23 @@ static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_
         *hdr_len = sizeof(w->sreply);
         return &w->sreply;
     }
+    if (xp_wire_sfetch_ok(h, len)) {
+        w->sfetch = (xp_wire_sfetch_t){
+            .type = XP_WIRE_SFETCH,
+            .slot = h->slot,
+            .atomic_op = h->atomic_op,
+            .atomic_type = h->atomic_type,
+            .pt_index = h->pt_index,
+            .md_handle = h->md_handle,
+            .uid = h->uid,
+            .match_bits = h->match_bits,
+            .remote_offset = h->remote_offset,
+            .local_offset = (uint32_t)h->local_offset,
+            .len = (uint8_t)len,
+        };
+        *hdr_len = sizeof(w->sfetch);
+        return &w->sfetch;
+    }
     *hdr_len = sizeof(*h);
     return h;
 }
@@ -264,6 +317,29 @@ static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_
             return -1;
         xp_wire_sreply_unpack(&s, h);
         *hdr_len = sizeof(s);
+        return 0;
+    }
+    if (type == XP_WIRE_SFETCH) {
+        xp_wire_sfetch_t f;
+        if (len < sizeof(f))
+            return -1;
+        memcpy(&f, pkt, sizeof(f));
+        if (f.len != len - sizeof(f))
+            return -1;
+        *h = (xp_pkt_t){
+            .type = XP_PKT_FETCH,
+            .slot = f.slot,
+            .atomic_op = f.atomic_op,
+            .atomic_type = f.atomic_type,
+            .pt_index = f.pt_index,
+            .md_handle = f.md_handle,
+            .uid = f.uid,
+            .match_bits = f.match_bits,
+            .rlength = f.len,
+            .remote_offset = f.remote_offset,
+            .local_offset = f.local_offset,
+        };
+        *hdr_len = sizeof(f);
         return 0;
     }
     if (len < sizeof(*h))

@@ -96,6 +96,22 @@ static void set_reply(xp_pkt_t *h, void *arg)
     h->mlength = v[1];
 }
 
+/* Make a fetch request fit the compact fetch form (no echo, no header
+ * data, no flags, a 32-bit local offset, rlength = its operand). */
+static void fit_sfetch(xp_pkt_t *h, size_t plen)
+{
+    h->flags = h->ack_req = h->fail = h->ptl_list = 0;
+    h->nseg = 0;
+    h->hdr_data = h->mlength = h->user_ptr = 0;
+    h->local_offset &= UINT32_MAX;
+    h->rlength = plen;
+}
+
+static void set_remote_offset(xp_pkt_t *h, void *arg)
+{
+    h->remote_offset = *(uint64_t *)arg;
+}
+
 /* Re-encode a wire packet with xp_wire_encode (a compact form where one
  * fits; a REPLY made to fit one: no flags, lengths = its data). */
 static size_t to_compact(unsigned char *pkt, size_t len)
@@ -110,6 +126,8 @@ static size_t to_compact(unsigned char *pkt, size_t len)
         h.flags = 0;
         h.rlength = h.mlength = plen;
     }
+    if (h.type == XP_PKT_FETCH)
+        fit_sfetch(&h, plen);
     xp_wire_t w;
     const void *wh = xp_wire_encode(&h, plen, &w, &nhl);
     memcpy(pkt, wh, nhl);
@@ -195,6 +213,34 @@ static void directed(void)
     /* A valid fetch-add is accepted. */
     n = xp_fuzz_ptl_template(0, XP_PKT_FETCH, 8, data, 8, pkt, sizeof(pkt));
     XP_CHECK_EQ(rejected_by(pkt, n, 0), 0);
+    /* ... and in the compact fetch form; compact ones outside the entry,
+     * cut short, with a lying length byte or a bad type/size. */
+    n = xp_fuzz_ptl_template(0, XP_PKT_FETCH, 8, data, 8, pkt, sizeof(pkt));
+    n = to_compact(pkt, n);
+    XP_CHECK_EQ(pkt[0], XP_WIRE_SFETCH);
+    XP_CHECK_EQ(n, sizeof(xp_wire_sfetch_t) + 8);
+    XP_CHECK_EQ(rejected_by(pkt, n, 0), 0);
+    uint64_t roffs[3] = { 4096 - 4, UINT64_MAX - 3, 1ull << 40 };
+    for (int i = 0; i < 3; i++) {
+        n = xp_fuzz_ptl_template(0, XP_PKT_FETCH, 8, data, 8, pkt, sizeof(pkt));
+        n = edit_header(pkt, n, set_remote_offset, &roffs[i]);
+        n = to_compact(pkt, n);
+        XP_CHECK_EQ(pkt[0], XP_WIRE_SFETCH);
+        rejected_by(pkt, n, 0);
+    }
+    n = xp_fuzz_ptl_template(0, XP_PKT_FETCH, 8, data, 8, pkt, sizeof(pkt));
+    n = to_compact(pkt, n);
+    for (size_t cut = 0; cut < n; cut += 5)
+        rejected_by(pkt, cut, 0);
+    pkt[offsetof(xp_wire_sfetch_t, len)] = 200;
+    rejected_by(pkt, n, 0);
+    pkt[offsetof(xp_wire_sfetch_t, len)] = 8;
+    pkt[offsetof(xp_wire_sfetch_t, atomic_type)] = 200;
+    XP_CHECK_EQ(rejected_by(pkt, n, 0), 1);
+    n = xp_fuzz_ptl_template(0, XP_PKT_FETCH, 12, data, 12, pkt, sizeof(pkt));
+    n = to_compact(pkt, n);
+    XP_CHECK_EQ(pkt[0], XP_WIRE_SFETCH);
+    XP_CHECK_EQ(rejected_by(pkt, n, 0), 1);
 
     /* Unknown packet types are dropped (nothing to count them against). */
     uint8_t types[3] = { 0, 8, 255 };
@@ -312,6 +358,9 @@ static size_t random_packet(xp_rng_t *r, unsigned char *pkt)
                 h.flags = 0;
                 h.rlength = h.mlength = plen;
             }
+            /* ... and a fetch the compact fetch form. */
+            if (h.type == XP_PKT_FETCH && plen <= XP_WIRE_SFETCH_MAX && xp_rng_below(r, 2))
+                fit_sfetch(&h, plen);
             const void *wh = xp_wire_encode(&h, plen, &w, &nhl);
             memcpy(pkt, wh, nhl);
         } else {

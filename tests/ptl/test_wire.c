@@ -190,6 +190,61 @@ static void test_replies(void)
     XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
 }
 
+static xp_pkt_t fetch_hdr(size_t len)
+{
+    xp_pkt_t h;
+    memset(&h, 0, sizeof(h));
+    h.type = XP_PKT_FETCH;
+    h.slot = 4;
+    h.atomic_op = PTL_SUM;
+    h.atomic_type = PTL_INT64_T;
+    h.pt_index = 11;
+    h.md_handle = 0x87654321u;
+    h.uid = 1001;
+    h.match_bits = 0xfedcba9876543210ull;
+    h.rlength = len;
+    h.remote_offset = (1ull << 50) + 8;
+    h.local_offset = UINT32_MAX;
+    return h;
+}
+
+static void test_fetches(void)
+{
+    xp_pkt_t h = fetch_hdr(8), d;
+    /* A fetch-add without echo: header and operand in one 64-byte cell,
+     * lossless. */
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_wire_sfetch_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    XP_CHECK_EQ(16 + sizeof(xp_wire_sfetch_t) + 8, 64);
+    h = fetch_hdr(0);
+    h.local_offset = 0;
+    XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_wire_sfetch_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    h = fetch_hdr(255);
+    XP_CHECK_EQ(round_trip(&h, 255, &d), sizeof(xp_wire_sfetch_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    /* Anything it would lose goes whole: user_ptr, header data, a 64-bit
+     * offset, ack_req, flags, an operand length other than the payload, too
+     * long, other types. */
+    for (int i = 0; i < 9; i++) {
+        size_t len = 8;
+        h = fetch_hdr(8);
+        switch (i) {
+        case 0: h.user_ptr = 1; break;
+        case 1: h.hdr_data = 1; break;
+        case 2: h.local_offset = 1ull << 32; break;
+        case 3: h.ack_req = PTL_CT_ACK_REQ; break;
+        case 4: h.flags = XP_PKT_F_RMA; break;
+        case 5: h.rlength = 16; break;
+        case 6: h = fetch_hdr(256); len = 256; break;
+        case 7: h.type = XP_PKT_SWAP; break;
+        default: h.nseg = 8; break;
+        }
+        XP_CHECK_EQ(round_trip(&h, len, &d), sizeof(xp_pkt_t));
+        XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    }
+}
+
 static void test_malformed(void)
 {
     unsigned char pkt[sizeof(xp_pkt_t) + 64];
@@ -228,6 +283,18 @@ static void test_malformed(void)
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen, &d, &dlen), -1);
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen - 1, &d, &dlen), -1);
     XP_CHECK_EQ(xp_wire_decode(pkt, 1, &d, &dlen), -1);
+    /* A compact fetch whose length byte disagrees with the packet, or cut
+     * short. */
+    xp_pkt_t fh = fetch_hdr(8);
+    hdr = xp_wire_encode(&fh, 8, &w, &hlen);
+    XP_CHECK_EQ(hlen, sizeof(xp_wire_sfetch_t));
+    memcpy(pkt, hdr, hlen);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 8, &d, &dlen), 0);
+    XP_CHECK_EQ(d.type, XP_PKT_FETCH);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 7, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 9, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen - 1, &d, &dlen), -1);
     /* Empty and short full headers. */
     XP_CHECK_EQ(xp_wire_decode(pkt, 0, &d, &dlen), -1);
     memset(pkt, 0, sizeof(pkt));
@@ -241,6 +308,7 @@ int main(void)
     test_full_put();
     test_acks();
     test_replies();
+    test_fetches();
     test_malformed();
     return xp_test_result();
 }
