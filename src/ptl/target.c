@@ -898,6 +898,15 @@ static void __attribute__((noinline)) recv_rest(int src_rank, const void *pkt, s
         recv_full(src_rank, pkt, len);
 }
 
+/* A compact fetch: the one-pass path, else decoded. Out of line, so that
+ * xp_eng_recv's frame (and every put through it) stays as it was. */
+static void __attribute__((noinline)) recv_sfetch(int src_rank, const void *pkt, size_t len)
+{
+    if (len >= sizeof(xp_wire_sfetch_t) && fast_atomic(src_rank, &aform_compact, pkt, len))
+        return;
+    recv_full(src_rank, pkt, len);
+}
+
 void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
 {
     (void)arg;
@@ -912,11 +921,12 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         return;
     if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t) && fast_put_full(src_rank, pkt, len))
         return;
-    if (type == XP_WIRE_SFETCH && len >= sizeof(xp_wire_sfetch_t) &&
-        fast_atomic(src_rank, &aform_compact, pkt, len))
-        return;
     if ((type == XP_PKT_FETCH || type == XP_PKT_ATOMIC) && len >= sizeof(xp_pkt_t) &&
         fast_atomic(src_rank, &aform_full, pkt, len))
         return;
+    if (type == XP_WIRE_SFETCH) {
+        recv_sfetch(src_rank, pkt, len);
+        return;
+    }
     recv_rest(src_rank, pkt, len);
 }
