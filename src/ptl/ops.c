@@ -411,19 +411,6 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
     xp_md_answered(md, (h->flags & XP_PKT_F_MANY) ? h->nseg : 1);
 }
 
-static inline uint32_t wire_load32(const unsigned char *p, size_t off)
-{
-    uint32_t v;
-    memcpy(&v, p + off, sizeof(v));
-    return v;
-}
-
-static inline uint64_t wire_load64(const unsigned char *p, size_t off)
-{
-    uint64_t v;
-    memcpy(&v, p + off, sizeof(v));
-    return v;
-}
 
 /* The general answer path for a compact REPLY (malformed ones dropped). */
 static void __attribute__((noinline)) sreply_general(int src_rank, const void *pkt, size_t len)
@@ -448,10 +435,10 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
     if (p[offsetof(xp_wire_sreply_t, len)] != n || p[offsetof(xp_wire_sreply_t, fail)] != PTL_NI_OK)
         goto general;
     xp_md_t *md = xp_handle_lookup(&xp_ptl_state()->md_table,
-                                   wire_load32(p, offsetof(xp_wire_sreply_t, md_handle)));
+                                   xp_wire_load32(p, offsetof(xp_wire_sreply_t, md_handle)));
     if (!md || md->eq || md->region.iov || !xp_md_pending(md))
         goto general;
-    uint64_t off = wire_load64(p, offsetof(xp_wire_sreply_t, local_offset));
+    uint64_t off = xp_wire_load64(p, offsetof(xp_wire_sreply_t, local_offset));
     if (off > md->region.length || n > md->region.length - off)
         goto general;
     if (n)

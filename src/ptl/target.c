@@ -595,18 +595,22 @@ out:
 
 /* ------------------------------------------------------------ fast path */
 
-static inline uint32_t load32(const unsigned char *p, size_t off)
-{
-    uint32_t v;
-    memcpy(&v, p + off, sizeof(v));
-    return v;
-}
 
-static inline uint64_t load64(const unsigned char *p, size_t off)
+/* The end of a one-pass delivery of `bytes`: count it on the entry's CT ct
+ * (f: the entry's XP_LE_FAST_* flags; after the answer, as handle_request
+ * does) and leave the PT. Triggered
+ * operations run once the PT is left (xp_trig_defer_*'s rule); the CT
+ * object outlives its handle (stable-object table). */
+static inline __attribute__((always_inline)) void
+fast_count_leave(xp_ptl_state_t *st, xp_pt_t *pt, xp_ct_t *ct, unsigned f, ptl_size_t bytes)
 {
-    uint64_t v;
-    memcpy(&v, p + off, sizeof(v));
-    return v;
+    int fire = 0;
+    if (f & XP_LE_FAST_CT)
+        fire = xp_ct_add_polled(ct, (f & XP_LE_FAST_CT_BYTES) ? bytes : 1,
+                                __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED));
+    xp_pt_leave(pt);
+    if (__builtin_expect(fire, 0))
+        xp_ct_fire(ct);
 }
 
 /* Where the fast path finds the fields of a small inline put in either
@@ -693,18 +697,18 @@ static inline __attribute__((always_inline)) int fast_put(int src, const put_for
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni)
         return 0;
-    xp_pt_t *pt = xp_pt_enter_st(st, ni, load32(pkt, fm->pt_index));
+    xp_pt_t *pt = xp_pt_enter_st(st, ni, xp_wire_load32(pkt, fm->pt_index));
     if (!pt)
         return 0;
-    xp_le_t *le = fast_match(src, ni, pt, load64(pkt, fm->match_bits));
+    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, fm->match_bits));
     if (!le || !pt->enabled)
         goto decline;
     unsigned f = le->fast;
-    if (!(f & XP_LE_FAST_PUT) || (le->uid != PTL_UID_ANY && le->uid != load32(pkt, fm->uid)) ||
+    if (!(f & XP_LE_FAST_PUT) || (le->uid != PTL_UID_ANY && le->uid != xp_wire_load32(pkt, fm->uid)) ||
         (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
         (ack && (f & XP_LE_FAST_NOACK)))
         goto decline;
-    ptl_size_t offset = load64(pkt, fm->remote_offset);
+    ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
     ptl_size_t mlength = offset >= le->region.length ? 0 : le->region.length - offset;
     if (mlength > size)
         mlength = size;
@@ -713,18 +717,9 @@ static inline __attribute__((always_inline)) int fast_put(int src, const put_for
     else if (mlength)
         copy_small(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
     /* As handle_request: the answer, then the count. */
-    if (ack && !xp_eng_ack_join(st, src, load32(pkt, fm->md_handle), mlength))
+    if (ack && !xp_eng_ack_join(st, src, xp_wire_load32(pkt, fm->md_handle), mlength))
         fast_ack_first(src, pkt, len, offset, mlength);
-    xp_ct_t *ct = le->ct;
-    int fire = 0;
-    if (f & XP_LE_FAST_CT)
-        fire = xp_ct_add_polled(ct, (f & XP_LE_FAST_CT_BYTES) ? mlength : 1,
-                                __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED));
-    xp_pt_leave(pt);
-    /* Triggered operations run once the PT is left (xp_trig_defer_*'s
-     * rule); the CT object outlives its handle (stable-object table). */
-    if (__builtin_expect(fire, 0))
-        xp_ct_fire(ct);
+    fast_count_leave(st, pt, le->ct, f, mlength);
     return 1;
 decline:
     xp_pt_leave(pt);
@@ -735,7 +730,7 @@ decline:
 static inline int fast_put_full(int src, const unsigned char *pkt, size_t len)
 {
     if (pkt[offsetof(xp_pkt_t, flags)] != 0 ||
-        load64(pkt, offsetof(xp_pkt_t, rlength)) != len - sizeof(xp_pkt_t))
+        xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength)) != len - sizeof(xp_pkt_t))
         return 0;
     return fast_put(src, &form_full, pkt, len);
 }
@@ -788,11 +783,11 @@ fast_reply(int src, const atomic_form_t *fm, const unsigned char *pkt, ptl_size_
         .ptl_list = PTL_PRIORITY_LIST,
         .atomic_op = pkt[fm->op],
         .atomic_type = pkt[fm->dt],
-        .md_handle = load32(pkt, fm->md_handle),
-        .pt_index = load32(pkt, fm->pt_index),
+        .md_handle = xp_wire_load32(pkt, fm->md_handle),
+        .pt_index = xp_wire_load32(pkt, fm->pt_index),
         .remote_offset = offset,
-        .local_offset = fm->compact ? load32(pkt, fm->local_offset) : load64(pkt, fm->local_offset),
-        .user_ptr = fm->compact ? 0 : load64(pkt, offsetof(xp_pkt_t, user_ptr)),
+        .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset) : xp_wire_load64(pkt, fm->local_offset),
+        .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
     };
     xp_eng_send_sreply(src, &w, old);
 }
@@ -815,8 +810,8 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     int ack = !fetch && ack_req == PTL_CT_ACK_REQ;
     if ((fm->compact ? pkt[offsetof(xp_wire_sfetch_t, len)] != size
                      : pkt[offsetof(xp_pkt_t, flags)] != 0 ||
-                           load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
-                           load64(pkt, offsetof(xp_pkt_t, rlength)) != size) ||
+                           xp_wire_load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
+                           xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength)) != size) ||
         (op != PTL_SUM && op != PTL_BAND && op != PTL_BOR && op != PTL_BXOR) ||
         size != ((dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8
                  : (dt == PTL_INT32_T || dt == PTL_UINT32_T) ? 4
@@ -827,16 +822,16 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni || size > (fetch ? ni->limits.max_fetch_atomic_size : ni->limits.max_atomic_size))
         return 0;
-    xp_pt_t *pt = xp_pt_enter_st(st, ni, load32(pkt, fm->pt_index));
+    xp_pt_t *pt = xp_pt_enter_st(st, ni, xp_wire_load32(pkt, fm->pt_index));
     if (!pt)
         return 0;
-    xp_le_t *le = fast_match(src, ni, pt, load64(pkt, fm->match_bits));
+    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, fm->match_bits));
     if (!le || !pt->enabled)
         goto decline;
     unsigned f = le->fast;
-    ptl_size_t offset = load64(pkt, fm->remote_offset);
+    ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
     if (!(f & (fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT)) ||
-        (le->uid != PTL_UID_ANY && le->uid != load32(pkt, fm->uid)) ||
+        (le->uid != PTL_UID_ANY && le->uid != xp_wire_load32(pkt, fm->uid)) ||
         (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
         (ack && (f & XP_LE_FAST_NOACK)) || offset > le->region.length ||
         size > le->region.length - offset)
@@ -849,16 +844,9 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     /* As handle_request: the answer, then the count. */
     if (fetch)
         fast_reply(src, fm, pkt, offset, &old, size);
-    else if (ack && !xp_eng_ack_join(st, src, load32(pkt, fm->md_handle), size))
+    else if (ack && !xp_eng_ack_join(st, src, xp_wire_load32(pkt, fm->md_handle), size))
         fast_ack_first(src, pkt, len, offset, size);
-    xp_ct_t *ct = le->ct;
-    int fire = 0;
-    if (f & XP_LE_FAST_CT)
-        fire = xp_ct_add_polled(ct, (f & XP_LE_FAST_CT_BYTES) ? size : 1,
-                                __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED));
-    xp_pt_leave(pt);
-    if (__builtin_expect(fire, 0))
-        xp_ct_fire(ct);
+    fast_count_leave(st, pt, le->ct, f, size);
     return 1;
 decline:
     xp_pt_leave(pt);

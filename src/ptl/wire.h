@@ -31,6 +31,22 @@
 
 #include "ptl/engine.h"
 
+/* Fields read in place from a received packet (the ring slot may be
+ * unaligned for them). */
+static inline uint32_t xp_wire_load32(const unsigned char *p, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
+static inline uint64_t xp_wire_load64(const unsigned char *p, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
 /* Packet types of the compact forms (after xp_pkt_type_t's values). */
 enum {
     XP_WIRE_SPUT = 16, /* xp_wire_sput_t: a small put whose answer only counts */
