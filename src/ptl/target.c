@@ -675,6 +675,33 @@ static inline xp_le_t *fast_match(int src, xp_ni_t *ni, xp_pt_t *pt, uint64_t ma
     return e ? e->user : NULL;
 }
 
+/* The entry a one-pass delivery goes to: the PT at the packet's pt_index
+ * (fields at these offsets) is entered and the match found; the entry must
+ * have the `need` flag, accept the initiator's uid, post no event the PT's
+ * EQ would take and (for a counting ACK) not disable acknowledgements.
+ * Returns it with the PT entered (*pt_out), or NULL with the PT left. */
+static inline __attribute__((always_inline)) xp_le_t *
+fast_entry(xp_ptl_state_t *st, xp_ni_t *ni, int src, const unsigned char *pkt, size_t pt_off,
+           size_t mb_off, size_t uid_off, unsigned need, int ack, xp_pt_t **pt_out)
+{
+    xp_pt_t *pt = xp_pt_enter_st(st, ni, xp_wire_load32(pkt, pt_off));
+    if (!pt)
+        return NULL;
+    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, mb_off));
+    if (!le || !pt->enabled)
+        goto decline;
+    unsigned f = le->fast;
+    if (!(f & need) || (le->uid != PTL_UID_ANY && le->uid != xp_wire_load32(pkt, uid_off)) ||
+        (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
+        (ack && (f & XP_LE_FAST_NOACK)))
+        goto decline;
+    *pt_out = pt;
+    return le;
+decline:
+    xp_pt_leave(pt);
+    return NULL;
+}
+
 /* A small inline put handled in one pass, when nothing but delivery,
  * counting and a gathered counting ACK is needed: the entry's precomputed
  * XP_LE_FAST_* flags say it takes the put whole without unlinking, offsets
@@ -697,17 +724,12 @@ static inline __attribute__((always_inline)) int fast_put(int src, const put_for
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni)
         return 0;
-    xp_pt_t *pt = xp_pt_enter_st(st, ni, xp_wire_load32(pkt, fm->pt_index));
-    if (!pt)
+    xp_pt_t *pt;
+    xp_le_t *le = fast_entry(st, ni, src, pkt, fm->pt_index, fm->match_bits, fm->uid,
+                             XP_LE_FAST_PUT, ack, &pt);
+    if (!le)
         return 0;
-    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, fm->match_bits));
-    if (!le || !pt->enabled)
-        goto decline;
     unsigned f = le->fast;
-    if (!(f & XP_LE_FAST_PUT) || (le->uid != PTL_UID_ANY && le->uid != xp_wire_load32(pkt, fm->uid)) ||
-        (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
-        (ack && (f & XP_LE_FAST_NOACK)))
-        goto decline;
     ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
     ptl_size_t mlength = offset >= le->region.length ? 0 : le->region.length - offset;
     if (mlength > size)
@@ -721,9 +743,6 @@ static inline __attribute__((always_inline)) int fast_put(int src, const put_for
         fast_ack_first(src, pkt, len, offset, mlength);
     fast_count_leave(st, pt, le->ct, f, mlength);
     return 1;
-decline:
-    xp_pt_leave(pt);
-    return 0;
 }
 
 /* A put with the full header: no flags, requested length = payload. */
@@ -822,19 +841,14 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni || size > (fetch ? ni->limits.max_fetch_atomic_size : ni->limits.max_atomic_size))
         return 0;
-    xp_pt_t *pt = xp_pt_enter_st(st, ni, xp_wire_load32(pkt, fm->pt_index));
-    if (!pt)
+    xp_pt_t *pt;
+    xp_le_t *le = fast_entry(st, ni, src, pkt, fm->pt_index, fm->match_bits, fm->uid,
+                             fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT, ack, &pt);
+    if (!le)
         return 0;
-    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, fm->match_bits));
-    if (!le || !pt->enabled)
-        goto decline;
     unsigned f = le->fast;
     ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
-    if (!(f & (fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT)) ||
-        (le->uid != PTL_UID_ANY && le->uid != xp_wire_load32(pkt, fm->uid)) ||
-        (pt->eq && (!(f & XP_LE_FAST_QUIET) || (pt->options & PTL_PT_FLOWCTRL))) ||
-        (ack && (f & XP_LE_FAST_NOACK)) || offset > le->region.length ||
-        size > le->region.length - offset)
+    if (offset > le->region.length || size > le->region.length - offset)
         goto decline;
     uint64_t old;
     /* Declines (memory untouched) when the element is misaligned. */
