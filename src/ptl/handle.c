@@ -186,6 +186,20 @@ out_unlock:
     return st;
 }
 
+int xp_handle_peek(xp_handle_table_t *t, ptl_handle_any_t h, void (*fn)(void *obj, void *arg),
+                   void *arg)
+{
+    int live;
+
+    pthread_mutex_lock(&t->lock);
+    void *obj = xp_handle_lookup(t, h);
+    live = obj != NULL;
+    if (live)
+        fn(obj, arg);
+    pthread_mutex_unlock(&t->lock);
+    return live;
+}
+
 uint32_t xp_handle_count(xp_handle_table_t *t)
 {
     uint32_t n;

@@ -156,6 +156,15 @@ static inline void *xp_handle_lookup(const xp_handle_table_t *t, ptl_handle_any_
     return obj;
 }
 
+/* Run fn(obj, arg) under the table lock if h is live (1: it ran, 0: h is
+ * not live). For external objects that another thread frees right after
+ * freeing their handle (entries, which the target handler unlinks), this is
+ * where their fields can be read without holding what protects the object:
+ * the handle cannot die, and so the object cannot be freed, meanwhile.
+ * fn must not alloc or free in t. */
+int xp_handle_peek(xp_handle_table_t *t, ptl_handle_any_t h, void (*fn)(void *obj, void *arg),
+                   void *arg);
+
 /* 1 while h is live in t (for waiters that hold a stable object's pointer). */
 static inline int xp_handle_is_live(const xp_handle_table_t *t, ptl_handle_any_t h)
 {

@@ -602,18 +602,28 @@ static xp_pt_t *entry_pt_lock(const xp_le_t *le)
     return pt;
 }
 
+/* Where an entry lives, read while its handle is pinned (entry_unlink). */
+static void read_pt(void *obj, void *arg)
+{
+    const xp_le_t *le = obj;
+    *(xp_pt_t **)arg = &le->ni->pt[le->pt_index];
+}
+
 static int entry_unlink(ptl_handle_any_t handle, int is_me)
 {
     xp_le_t *le;
     xp_pt_t *pt;
     if (!xp_ptl_initialized())
         return PTL_NO_INIT;
-    le = xp_handle_lookup(entry_table(is_me), handle);
-    if (!le)
+    /* The entry's PT is read with the handle pinned: the handler may
+     * auto-unlink and free the entry at any moment before we hold that
+     * PT's lock (a use-once ME that a put consumes while the application
+     * cancels it), so the entry itself is looked at only under the lock. */
+    if (!xp_handle_peek(entry_table(is_me), handle, read_pt, &pt))
         return PTL_ARG_INVALID;
-    pt = entry_pt_lock(le);
-    /* Re-check under the PT lock: the handler may have auto-unlinked it. */
-    if (xp_handle_lookup(entry_table(is_me), handle) != le) {
+    xp_pt_lock(pt);
+    le = xp_handle_lookup(entry_table(is_me), handle);
+    if (!le) {
         xp_pt_unlock(pt);
         return PTL_ARG_INVALID;
     }

@@ -113,6 +113,31 @@ static void test_generations(void)
     xp_handle_table_fini(&t);
 }
 
+/* xp_handle_peek: fn runs, under the table lock, only for a live handle. */
+static void read_int(void *obj, void *arg)
+{
+    *(int *)arg = *(int *)obj;
+}
+
+static void test_peek(void)
+{
+    xp_handle_table_t t;
+    int obj = 42, seen = 0;
+    ptl_handle_any_t h;
+
+    XP_REQUIRE(xp_handle_table_init(&t, XP_HANDLE_ME, 0, 0) == XP_OK);
+    XP_REQUIRE(xp_handle_alloc(&t, 2, &obj, &h) == XP_OK);
+    XP_CHECK_EQ(xp_handle_peek(&t, h, read_int, &seen), 1);
+    XP_CHECK_EQ(seen, 42);
+    seen = 0;
+    XP_CHECK_EQ(xp_handle_peek(&t, h ^ 1, read_int, &seen), 0); /* another index */
+    XP_CHECK_EQ(xp_handle_peek(&t, PTL_INVALID_HANDLE, read_int, &seen), 0);
+    XP_CHECK_EQ(xp_handle_free(&t, h), XP_OK);
+    XP_CHECK_EQ(xp_handle_peek(&t, h, read_int, &seen), 0); /* stale */
+    XP_CHECK_EQ(seen, 0);
+    xp_handle_table_fini(&t);
+}
+
 static void test_stable(void)
 {
     xp_handle_table_t t;
@@ -189,6 +214,7 @@ int main(void)
     test_limits_and_growth();
     test_generations();
     test_stable();
+    test_peek();
     test_race();
     return xp_test_result();
 }
