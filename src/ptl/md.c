@@ -8,6 +8,7 @@
 #include "ptl/eq.h"
 #include "ptl/md.h"
 #include "ptl/progress.h"
+#include "ptl/wire.h"
 #include "util/log.h"
 
 /* Address `off` bytes into a contiguous region, computed on integers: the
@@ -159,6 +160,22 @@ xp_md_t *xp_md_from_handle(ptl_handle_md_t h)
 
 #define MD_OPTIONS (PTL_MD_OPTIONS_MASK | PTL_IOVEC)
 
+/* The fields PtlPut's compact path reads instead of deciding per call. */
+static void md_fast_fields(xp_md_t *m)
+{
+    const xp_region_t *r = &m->region;
+    ptl_size_t lim = m->ni->limits.max_msg_size < XP_WIRE_SPUT_MAX ? m->ni->limits.max_msg_size
+                                                                   : XP_WIRE_SPUT_MAX;
+    m->slot = (uint8_t)m->ni->slot;
+    m->ct_send = m->ct && (m->options & PTL_MD_EVENT_CT_SEND) ? m->ct : NULL;
+    /* start + offset is then never NULL and never wraps: the path sends
+     * from it without the transport's NULL check. */
+    m->sput_lim = !r->iov && !m->eq && r->start &&
+                          r->length <= (ptl_size_t)(UINTPTR_MAX - (uintptr_t)r->start)
+                      ? lim + 1
+                      : 0;
+}
+
 int PtlMDBind(ptl_handle_ni_t ni_handle, const ptl_md_t *md, ptl_handle_md_t *md_handle)
 {
     xp_ni_t *ni;
@@ -191,6 +208,7 @@ int PtlMDBind(ptl_handle_ni_t ni_handle, const ptl_md_t *md, ptl_handle_md_t *md
         free(m);
         return xp_ptl_rc(rc);
     }
+    md_fast_fields(m);
     rc = xp_ni_obj_acquire(ni, XP_NI_OBJ_MD);
     if (rc != XP_OK)
         goto err_region;

@@ -29,6 +29,12 @@ typedef struct xp_md {
     unsigned int options;
     struct xp_eq *eq;
     struct xp_ct *ct;
+    /* What PtlPut's compact path reads, fixed at bind time: */
+    struct xp_ct *ct_send;     /* ct when the MD counts sends (PTL_MD_EVENT_CT_SEND), else NULL */
+    ptl_size_t sput_lim;       /* 1 + the longest put that may take the compact path (a plain
+                                * MD without EQ whose every address is nonzero and below
+                                * 2^64; at most max_msg_size and XP_WIRE_SPUT_MAX); 0: none */
+    uint8_t slot;              /* ni->slot */
     /* Answers (acks, replies) still expected = issued - answered. The
      * binding thread counts its operations with a plain store (a locked add
      * here waited, in a stream of puts, for the previous put's stores into

@@ -8,6 +8,7 @@
 #include "ptl/md.h"
 #include "ptl/progress.h"
 #include "ptl/pt.h"
+#include "ptl/wire.h"
 #include "transport/transport.h"
 #include "xportals/xp.h"
 #include "util/log.h"
@@ -167,10 +168,27 @@ void xp_ni_sr_inc(xp_ni_t *ni, ptl_sr_index_t reg)
 
 static xp_ni_map_t *map_new(ptl_size_t size)
 {
-    xp_ni_map_t *map = malloc(sizeof(*map) + sizeof(int) * (size_t)(size > 0 ? size : 1));
-    if (map)
+    size_t n = (size_t)(size > 0 ? size : 1);
+    /* rank[], then (pointer-aligned) sput_route[]. */
+    size_t ranks = (sizeof(xp_ni_map_t) + sizeof(int) * n + sizeof(void *) - 1) &
+                   ~(sizeof(void *) - 1);
+    xp_ni_map_t *map = malloc(ranks + sizeof(void *) * n);
+    if (map) {
         map->size = size;
+        map->sput_route = (const xp_tl_route_t **)(void *)((char *)map + ranks);
+    }
     return map;
+}
+
+/* Fill sput_route[] from rank[] (before the map is published; routes live
+ * until xp_tl_fini, after the last NI). */
+static void map_routes(xp_ni_map_t *map)
+{
+    for (ptl_size_t i = 0; i < map->size; i++) {
+        const xp_tl_route_t *r = xp_tl_route(map->rank[i]);
+        map->sput_route[i] =
+            r && r->max_packet >= sizeof(xp_pkt_t) + XP_WIRE_SPUT_MAX ? r : NULL;
+    }
 }
 
 /* The published map, whole (see xp_ni_t::map). */
@@ -243,6 +261,7 @@ static xp_ni_t *ni_create(int slot, ptl_interface_t iface, unsigned options,
         pthread_mutex_init(&ni->pt[i].lock, NULL);
     for (int r = 0; r < st->size; r++)
         ni->map->rank[r] = r;
+    map_routes(ni->map);
     ni->handle = xp_handle_make(XP_HANDLE_NI, (unsigned)slot, 0, 0);
     return ni;
 }
@@ -440,6 +459,7 @@ int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_
             return PTL_ARG_INVALID;
         }
     }
+    map_routes(map);
     xp_ni_lock(ni);
     same = map_size == ni->map->size &&
            memcmp(map->rank, ni->map->rank, sizeof(int) * map_size) == 0;

@@ -39,8 +39,15 @@ typedef enum {
 
 struct xp_pt;
 
+struct xp_tl_route;
+
 typedef struct xp_ni_map {
     ptl_size_t size;
+    /* logical rank -> the route to its job rank when that route takes a
+     * compact put of any length (a full header and XP_WIRE_SPUT_MAX bytes
+     * fit one packet), else NULL: PtlPut's compact path asks only this.
+     * Points into the same allocation, after rank[]. */
+    const struct xp_tl_route **sput_route;
     int rank[];                 /* logical rank -> job rank */
 } xp_ni_map_t;
 

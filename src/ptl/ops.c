@@ -531,6 +531,12 @@ static int rma_segs(const char *call, int rank, xp_md_t *md, ptl_size_t local_of
     return n;
 }
 
+/* [off, off+len) lies inside md. */
+static inline int in_region(const xp_md_t *md, ptl_size_t off, ptl_size_t len)
+{
+    return off <= md->region.length && len <= md->region.length - off;
+}
+
 static int check_range(const xp_md_t *md, ptl_size_t off, ptl_size_t len)
 {
     return off <= md->region.length && len <= md->region.length - off &&
@@ -592,13 +598,11 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
 }
 
 /* PtlPut after its argument checks, with the full header: every case but
- * the compact one. tried: NULL, or the result of the compact form's first
- * send (XP_ERR_AGAIN or a failure; its answer is expected already). */
+ * the compact one. */
 static __attribute__((noinline, cold)) int
 put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl_size_t length,
          ptl_ack_req_t ack_req, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
-         ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
-         const xp_status_t *tried)
+         ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data)
 {
     const xp_tl_route_t *r;
     xp_pkt_t h;
@@ -610,14 +614,6 @@ put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl
              length);
     h.ack_req = (uint8_t)ack_req;
     h.local_offset = local_offset;
-    if (tried) {
-        rc = *tried == XP_ERR_AGAIN ? xp_eng_send(rank, &h, payload, length, NULL, 0, 0) : *tried;
-        if (rc == XP_OK)
-            md_count(md, PTL_MD_EVENT_CT_SEND, 1, length); /* no EQ: no SEND event */
-        else
-            undeliverable(md, &h, answer, NULL, 0);
-        return PTL_OK;
-    }
     /* A plain (iovec-less, so contiguous) MD and a payload that fits one
      * packet of the route: inline; the rest in put_general. */
     r = inline_route(rank, length);
@@ -633,18 +629,18 @@ put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl
     return PTL_OK;
 }
 
-int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
-           ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
-           ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
-           ptl_hdr_data_t hdr_data)
+/* PtlPut's every case but the compact one, with its checks in order (the
+ * state and the MD looked up again: PtlPut's compact path keeps nothing for
+ * it). */
+static __attribute__((noinline, cold)) int
+put_checked(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+            ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+            ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+            ptl_hdr_data_t hdr_data)
 {
     xp_ptl_state_t *st = ready_state();
-    const xp_tl_route_t *r;
-    const void *payload;
     xp_md_t *md;
     int rank;
-    xp_status_t rc;
-
     if (!st)
         return PTL_NO_INIT;
     md = md_lookup(st, md_handle);
@@ -653,39 +649,119 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     rank = xp_ni_target_rank(md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    /* The common small put goes out in the compact wire form, built here
-     * directly (what xp_wire_encode makes of the full header): a plain MD
-     * without an EQ (no SEND event, which reads the full header; no
-     * send_then_event), an answer that only counts, a payload that fits. */
-    r = inline_route(rank, length);
-    payload = (const char *)((uintptr_t)md->region.start + local_offset);
-    if (__builtin_expect(!r || md->region.iov || md->eq || ack_req == PTL_ACK_REQ ||
-                             length > XP_WIRE_SPUT_MAX || (!payload && length),
+    return put_full(st, rank, md, local_offset, length, ack_req, pt_index, match_bits,
+                    remote_offset, user_ptr, hdr_data);
+}
+
+/* A compact put on PtlPut's stack: what its rare continuations read back
+ * after the send (from memory: only md stays in a register across it). */
+typedef struct sput_try {
+    xp_wire_sput_t w;
+    const void *payload;
+    int rank;
+} sput_try_t;
+
+/* The compact put's first send did not go (rc: a full ring or a failure;
+ * its answer is expected already): the full header through xp_eng_send
+ * (which encodes the compact form again) or the undeliverable events. The
+ * compact form carries neither user_ptr nor the local offset, and no event
+ * of an MD without EQ reads them: they stay 0 here too. */
+static __attribute__((noinline, cold)) int put_retry(xp_md_t *md, const sput_try_t *t,
+                                                      xp_status_t rc)
+{
+    const xp_wire_sput_t *w = &t->w;
+    xp_pkt_t h = {
+        .type = XP_PKT_PUT,
+        .slot = w->slot,
+        .ack_req = w->ack_req,
+        .pt_index = w->pt_index,
+        .md_handle = w->md_handle,
+        .uid = w->uid,
+        .match_bits = w->match_bits,
+        .hdr_data = w->hdr_data,
+        .rlength = w->len,
+        .remote_offset = w->remote_offset,
+    };
+    if (rc == XP_ERR_AGAIN)
+        rc = xp_eng_send(t->rank, &h, t->payload, w->len, NULL, 0, 0);
+    if (rc == XP_OK)
+        md_count(md, PTL_MD_EVENT_CT_SEND, 1, w->len); /* no EQ: no SEND event */
+    else
+        undeliverable(md, &h, w->ack_req != PTL_NO_ACK_REQ, NULL, 0);
+    return PTL_OK;
+}
+
+/* A sent compact put from an MD that counts sends. */
+static __attribute__((noinline)) int put_count_send(xp_md_t *md, ptl_size_t length)
+{
+    md_count(md, PTL_MD_EVENT_CT_SEND, 1, length);
+    return PTL_OK;
+}
+
+int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+           ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+           ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+           ptl_hdr_data_t hdr_data)
+{
+    xp_ptl_state_t *st = ready_state();
+    const xp_tl_route_t *r;
+    xp_md_t *md;
+
+    if (__builtin_expect(!st, 0))
+        goto checked;
+    md = md_lookup(st, md_handle);
+    /* The common small put goes out in the compact wire form, built
+     * directly (what xp_wire_encode makes of the full header): an MD whose
+     * sput_lim admits it (plain, no EQ: no SEND event, which reads the full
+     * header), an answer that only counts, a route that takes the compact
+     * form of any length. Anything else, invalid arguments included, is
+     * put_checked's, which makes every check in order. */
+    if (__builtin_expect(!md || length >= md->sput_lim || !in_region(md, local_offset, length) ||
+                             (unsigned)ack_req > PTL_OC_ACK_REQ || ack_req == PTL_ACK_REQ,
                          0))
-        return put_full(st, rank, md, local_offset, length, ack_req, pt_index, match_bits,
-                        remote_offset, user_ptr, hdr_data, NULL);
-    xp_wire_sput_t w = {
-        .type = XP_WIRE_SPUT,
-        .slot = (uint8_t)md->ni->slot,
-        .ack_req = (uint8_t)ack_req,
-        .len = (uint8_t)length,
-        .pt_index = pt_index,
-        .md_handle = md->handle,
-        .uid = st->uid,
-        .match_bits = match_bits,
-        .remote_offset = remote_offset,
-        .hdr_data = hdr_data,
+        goto checked;
+    /* A logical NI's rank and its route for compact puts (xp_ni_map_t). */
+    const xp_ni_t *ni = md->ni;
+    if (__builtin_expect(ni->physical, 0))
+        goto checked;
+    const xp_ni_map_t *map = __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(target_id.rank >= map->size, 0))
+        goto checked;
+    r = map->sput_route[target_id.rank];
+    if (__builtin_expect(!r, 0))
+        goto checked;
+    int rank = map->rank[target_id.rank];
+    /* On PtlPut's stack: the header's address escapes into the transport,
+     * so the rare continuations after the send read it back from memory and
+     * only md stays in a saved register across the call. */
+    sput_try_t t = {
+        .w = {
+            .type = XP_WIRE_SPUT,
+            .slot = md->slot,
+            .ack_req = (uint8_t)ack_req,
+            .len = (uint8_t)length,
+            .pt_index = pt_index,
+            .md_handle = md_handle, /* == md->handle: the look-up compared them */
+            .uid = st->uid,
+            .match_bits = match_bits,
+            .remote_offset = remote_offset,
+            .hdr_data = hdr_data,
+        },
+        .payload = (const char *)((uintptr_t)md->region.start + local_offset),
+        .rank = rank,
     };
     if (ack_req != PTL_NO_ACK_REQ)
         xp_md_expect(md);
-    rc = xp_tl_route_send(r, rank, &w, sizeof(w), payload, length);
+    xp_status_t rc = xp_tl_route_send(r, rank, &t.w, sizeof(t.w), t.payload, length);
     if (__builtin_expect(rc != XP_OK, 0))
-        return put_full(st, rank, md, local_offset, length, ack_req, pt_index, match_bits,
-                        remote_offset, user_ptr, hdr_data, &rc);
+        return put_retry(md, &t, rc);
     /* Sent: the payload was copied, the buffer is free again. */
-    if (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))
-        md_count(md, PTL_MD_EVENT_CT_SEND, 1, length);
+    if (__builtin_expect(md->ct_send != NULL, 0))
+        return put_count_send(md, t.w.len);
     return PTL_OK;
+checked:
+    return put_checked(md_handle, local_offset, length, ack_req, target_id, pt_index, match_bits,
+                       remote_offset, user_ptr, hdr_data);
 }
 
 /* XTQ: a put gathered from two MD ranges (see engine.h). Small messages are
@@ -901,16 +977,22 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
      * what atomic_common does, without its general checks, copies and
      * encoding. */
     const xp_tl_route_t *r = NULL;
+    const xp_ni_t *ni = put_md->ni;
+    const xp_ni_map_t *map;
     int rank = -1;
-    if (__builtin_expect(fetch_word_ok(operation, datatype, length) && !get_md->region.iov &&
-                             !put_md->region.iov && !put_md->eq && get_md->ni == put_md->ni &&
-                             length <= put_md->ni->limits.max_fetch_atomic_size &&
-                             check_range(get_md, local_get_offset, length) &&
-                             check_range(put_md, local_put_offset, length),
+    /* put_md's sput_lim stands for: plain, no EQ, length <= max_msg_size
+     * (get_md is on the same NI); a logical NI's map gives the route. */
+    if (__builtin_expect(fetch_word_ok(operation, datatype, length) &&
+                             length < put_md->sput_lim && !get_md->region.iov &&
+                             get_md->ni == ni && length <= ni->limits.max_fetch_atomic_size &&
+                             in_region(get_md, local_get_offset, length) &&
+                             in_region(put_md, local_put_offset, length) && !ni->physical,
                          1)) {
-        rank = xp_ni_target_rank(put_md->ni, target_id);
-        if (rank >= 0)
-            r = inline_route(rank, length);
+        map = __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
+        if (__builtin_expect(target_id.rank < map->size, 1)) {
+            r = map->sput_route[target_id.rank];
+            rank = map->rank[target_id.rank];
+        }
     }
     if (__builtin_expect(!r, 0))
         return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
@@ -929,7 +1011,7 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
         compact = 1;
         xp_wire_sfetch_t w = {
             .type = XP_WIRE_SFETCH,
-            .slot = (uint8_t)get_md->ni->slot,
+            .slot = get_md->slot,
             .atomic_op = (uint8_t)operation,
             .atomic_type = (uint8_t)datatype,
             .pt_index = pt_index,
@@ -962,7 +1044,7 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
         return PTL_OK;
     }
 sent:
-    if (put_md->ct && (put_md->options & PTL_MD_EVENT_CT_SEND))
+    if (__builtin_expect(put_md->ct_send != NULL, 0))
         md_count(put_md, PTL_MD_EVENT_CT_SEND, 1, length); /* no EQ: no SEND event */
     return PTL_OK;
 }

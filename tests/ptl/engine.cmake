@@ -11,3 +11,8 @@ endif()
 # from this process to itself: every byte of the MD checked.
 xp_test(test_reply_small SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_reply_small.c LIBS portals
         TIMEOUT 30 LABELS ptl)
+# PtlPut's compact path and the cases it hands to the general one (lengths
+# around 255, every ack_req, send counting, EQ, iovec, whole address space,
+# a map set by PtlSetMap), and bad arguments (errors, no crash).
+xp_test(test_put_paths SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_put_paths.c LIBS portals
+        TIMEOUT 30 LABELS ptl)
