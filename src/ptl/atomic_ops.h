@@ -85,8 +85,9 @@ xp_status_t xp_atomic_apply_plain(ptl_op_t op, ptl_datatype_t dt, void *target,
  * stores the old value in fetch_out (if not NULL) and returns 1; returns 0
  * without touching memory for anything else (then use xp_atomic_apply).
  * The caller has validated (op, dt) for the call kind. */
-static inline int xp_atomic_apply_word(ptl_op_t op, ptl_datatype_t dt, void *target,
-                                       const void *data, size_t len, void *fetch_out)
+static inline __attribute__((always_inline)) int
+xp_atomic_apply_word(ptl_op_t op, ptl_datatype_t dt, void *target, const void *data, size_t len,
+                     void *fetch_out)
 {
     uint64_t x, old;
     size_t size = (dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8

@@ -14,20 +14,6 @@
 #include "util/context.h"
 #include "util/log.h"
 
-struct xp_ct {
-    ptl_handle_ct_t handle;  /* live handle; 0 once freed (atomic) */
-    xp_ni_t *ni;
-    uint64_t success;        /* atomic; the count is success + polled */
-    uint64_t polled;         /* successes counted by the poll-lock holder (plain stores) */
-    int trig_seen;           /* a triggered operation was ever posted here */
-    uint64_t failure;        /* atomic */
-    uint64_t wake_at;        /* lowest success count a waiter waits for (UINT64_MAX: none) */
-    int lock_ready;          /* the mutex survives reuse of the slot */
-    pthread_mutex_t lock;    /* the triggered list */
-    xp_trig_t *trig_head;    /* sorted by threshold; read without the lock as a hint */
-    xp_trig_t *trig_tail;
-};
-
 size_t xp_ct_object_size(void)
 {
     return sizeof(xp_ct_t);
@@ -195,7 +181,11 @@ void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure)
 
 int xp_ct_add_polled(xp_ct_t *ct, uint64_t success, int asym_fence)
 {
-    count_polled(ct, success, asym_fence);
+    return xp_ct_count_polled(ct, success, asym_fence) ? xp_ct_add_polled_rest(ct) : 0;
+}
+
+int xp_ct_add_polled_rest(xp_ct_t *ct)
+{
     /* after_update without the triggered operations: those wait for the
      * caller's xp_ct_fire (it still holds its PT). */
     if (__builtin_expect(__atomic_load_n(&ct->trig_head, __ATOMIC_SEQ_CST) != NULL, 0))

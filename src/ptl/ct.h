@@ -22,12 +22,30 @@
 #ifndef XP_PTL_CT_H
 #define XP_PTL_CT_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include "portals4.h"
 #include "ptl/handle.h"
 #include "ptl/ni.h"
 #include "xportals/status.h"
 
+struct xp_trig;
+
+/* Private to ct.c but for the packet handler's inline count
+ * (xp_ct_count_polled). */
+struct xp_ct {
+    ptl_handle_ct_t handle;  /* live handle; 0 once freed (atomic) */
+    xp_ni_t *ni;
+    uint64_t success;        /* atomic; the count is success + polled */
+    uint64_t polled;         /* successes counted by the poll-lock holder (plain stores) */
+    int trig_seen;           /* a triggered operation was ever posted here */
+    uint64_t failure;        /* atomic */
+    uint64_t wake_at;        /* lowest success count a waiter waits for (UINT64_MAX: none) */
+    int lock_ready;          /* the mutex survives reuse of the slot */
+    pthread_mutex_t lock;    /* the triggered list */
+    struct xp_trig *trig_head; /* sorted by threshold; read without the lock as a hint */
+    struct xp_trig *trig_tail;
+};
 typedef struct xp_ct xp_ct_t;
 
 /* The CT of a live handle, NULL otherwise (PTL_CT_NONE included). */
@@ -47,6 +65,28 @@ void xp_ct_add(xp_ct_t *ct, uint64_t success, uint64_t failure);
  * operation. Returns nonzero when the CT has triggered operations: the
  * caller then calls xp_ct_fire(ct) once it has left its PT. */
 int xp_ct_add_polled(xp_ct_t *ct, uint64_t success, int asym_fence);
+/* xp_ct_add_polled's common case, inline for the packet handler's one-pass
+ * paths: counts; 0 when that is all (no triggered operation, no failure,
+ * nobody registered to be woken), else the caller finishes with
+ * xp_ct_add_polled_rest (the count is not repeated). The loads after the
+ * store are count_polled's handshake sides (ct.c). */
+static inline __attribute__((always_inline)) int xp_ct_count_polled(xp_ct_t *ct, uint64_t success,
+                                                                 int asym_fence)
+{
+    uint64_t p = __atomic_load_n(&ct->polled, __ATOMIC_RELAXED);
+    __atomic_store_n(&ct->polled, p + success, __ATOMIC_RELEASE);
+    if (__builtin_expect(!asym_fence || __atomic_load_n(&ct->trig_seen, __ATOMIC_RELAXED), 0))
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    else
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* xp_ptl_light_fence */
+    return __atomic_load_n(&ct->trig_head, __ATOMIC_SEQ_CST) != NULL ||
+           __atomic_load_n(&ct->wake_at, __ATOMIC_SEQ_CST) != UINT64_MAX ||
+           __atomic_load_n(&ct->failure, __ATOMIC_ACQUIRE) != 0;
+}
+/* The rest of xp_ct_add_polled after xp_ct_count_polled returned nonzero:
+ * wakes waiters; returns 1 when the CT has triggered operations (the
+ * caller then calls xp_ct_fire once it has left its PT). */
+int xp_ct_add_polled_rest(xp_ct_t *ct);
 /* Issue the triggered operations that the count made ready, then wake
  * waiters (the rest of xp_ct_add after xp_ct_add_polled returned 1). */
 void xp_ct_fire(xp_ct_t *ct);

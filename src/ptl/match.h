@@ -222,16 +222,21 @@ static inline uint64_t xp_match_key_hash(uint64_t source, uint64_t match_bits)
     return xp_match_mix64(source * UINT64_C(0x9e3779b97f4a7c15) ^ match_bits);
 }
 
-/* xp_match_find with no accept check, inline for the packet handler: when
- * the list holds only exact-key entries (fixed source, no ignore bits: the
- * usual ME of a tagged protocol), one hash slot walk, no call; otherwise
- * xp_match_find. */
-static inline xp_match_entry_t *xp_match_find_any(xp_match_table_t *t, xp_match_list_id_t list,
-                                                  uint64_t source, uint64_t match_bits)
+/* Whether `list` holds only exact-key entries (xp_match_find_exact may
+ * search it). */
+static inline int xp_match_exact_only(const xp_match_table_t *t, xp_match_list_id_t list)
+{
+    const xp_match_list_t *l = &t->lists[list];
+    return !l->nwildcard && !l->by_source.count;
+}
+
+/* xp_match_find_any for a list that holds only exact-key entries
+ * (xp_match_exact_only): no call at all. */
+static inline xp_match_entry_t *xp_match_find_exact(xp_match_table_t *t,
+                                                    xp_match_list_id_t list, uint64_t source,
+                                                    uint64_t match_bits)
 {
     xp_match_list_t *l = &t->lists[list];
-    if (__builtin_expect(l->nwildcard || l->by_source.count, 0))
-        return xp_match_find(t, list, source, match_bits, NULL, NULL);
     xp_match_entry_t *e = l->hot;
     /* Exact-key entries: the predicate is two compares. A stream of
      * messages to one key finds its entry without hashing. */
@@ -248,6 +253,19 @@ static inline xp_match_entry_t *xp_match_find_any(xp_match_table_t *t, xp_match_
         }
     }
     return NULL;
+}
+
+/* xp_match_find with no accept check, inline for the packet handler: when
+ * the list holds only exact-key entries (fixed source, no ignore bits: the
+ * usual ME of a tagged protocol), one hash slot walk, no call; otherwise
+ * xp_match_find. */
+static inline xp_match_entry_t *xp_match_find_any(xp_match_table_t *t, xp_match_list_id_t list,
+                                                  uint64_t source, uint64_t match_bits)
+{
+    xp_match_list_t *l = &t->lists[list];
+    if (__builtin_expect(l->nwildcard || l->by_source.count, 0))
+        return xp_match_find(t, list, source, match_bits, NULL, NULL);
+    return xp_match_find_exact(t, list, source, match_bits);
 }
 
 /* ------------------------------------------------------------ unexpected headers */

@@ -906,6 +906,7 @@ void xp_pt_fini_all(xp_ni_t *ni)
             pt->table_ready = 0;
         }
         pt->allocated = 0;
+        pt->enabled = 0; /* the handler's one-pass test (target.c) */
         xp_pt_unlock(pt);
     }
 }

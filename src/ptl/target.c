@@ -595,22 +595,35 @@ out:
 
 /* ------------------------------------------------------------ fast path */
 
+static void recv_rest(int src_rank, const void *pkt, size_t len);
+
 
 /* The end of a one-pass delivery of `bytes`: count it on the entry's CT ct
  * (f: the entry's XP_LE_FAST_* flags; after the answer, as handle_request
  * does) and leave the PT. Triggered
  * operations run once the PT is left (xp_trig_defer_*'s rule); the CT
  * object outlives its handle (stable-object table). */
-static inline __attribute__((always_inline)) void
-fast_count_leave(xp_ptl_state_t *st, xp_pt_t *pt, xp_ct_t *ct, unsigned f, ptl_size_t bytes)
+static void __attribute__((noinline)) fast_count_rest(xp_pt_t *pt, xp_ct_t *ct)
 {
-    int fire = 0;
-    if (f & XP_LE_FAST_CT)
-        fire = xp_ct_add_polled(ct, (f & XP_LE_FAST_CT_BYTES) ? bytes : 1,
-                                __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED));
+    int fire = xp_ct_add_polled_rest(ct);
     xp_pt_leave(pt);
-    if (__builtin_expect(fire, 0))
+    if (fire)
         xp_ct_fire(ct);
+}
+
+/* The count is inline (xp_ct_count_polled); what else a count may need
+ * (wake-ups, triggered operations) is out of line, last, so that the
+ * common case makes no call and its caller needs no frame. */
+static inline __attribute__((always_inline)) void
+fast_count_leave(int asym_fence, xp_pt_t *pt, xp_ct_t *ct, unsigned f, ptl_size_t bytes)
+{
+    if ((f & XP_LE_FAST_CT) &&
+        __builtin_expect(
+            xp_ct_count_polled(ct, (f & XP_LE_FAST_CT_BYTES) ? bytes : 1, asym_fence), 0)) {
+        fast_count_rest(pt, ct);
+        return;
+    }
+    xp_pt_leave(pt);
 }
 
 /* Where the fast path finds the fields of a small inline put in either
@@ -639,7 +652,7 @@ static const put_form_t form_full = {
  * the packet `pkt` of `len` bytes (either wire form; the fast path checked
  * what the decoder checks). */
 static void __attribute__((noinline)) fast_ack_first(int src, const void *pkt, size_t len,
-                                                     ptl_size_t offset, ptl_size_t mlength)
+                                                     ptl_size_t mlength)
 {
     xp_pkt_t a;
     size_t hlen;
@@ -649,10 +662,20 @@ static void __attribute__((noinline)) fast_ack_first(int src, const void *pkt, s
     a.flags = 0;
     a.nseg = 0;
     a.fail = PTL_NI_OK;
-    a.mlength = mlength;
-    a.remote_offset = offset;
+    a.mlength = mlength; /* remote_offset: the packet's, as the one pass used it */
     a.ptl_list = PTL_PRIORITY_LIST;
     xp_eng_ack_many(src, &a);
+}
+
+/* The end of a one-pass delivery whose counting ACK starts a run: the
+ * answer, then the count, out of line (the common end makes no call). */
+static void __attribute__((noinline)) fast_ack_first_leave(int src, const void *pkt, size_t len,
+                                                           ptl_size_t mlength, xp_pt_t *pt,
+                                                           xp_le_t *le)
+{
+    fast_ack_first(src, pkt, len, mlength);
+    fast_count_leave(__atomic_load_n(&xp_ptl_state_peek()->asym_fence, __ATOMIC_RELAXED), pt,
+                     le->ct, le->fast, mlength);
 }
 
 /* The entry a put lands in if the fast path may take it: the first priority
@@ -660,35 +683,75 @@ static void __attribute__((noinline)) fast_ack_first(int src, const void *pkt, s
  * message to the full path (which also searches the overflow list and
  * honours NO_TRUNCATE: an entry with it has no XP_LE_FAST_PUT, and as the
  * earliest match it would be the full path's first candidate too). */
-static inline xp_le_t *fast_match(int src, xp_ni_t *ni, xp_pt_t *pt, uint64_t match_bits)
+/* `leaf`: a search that would call a function (wildcard or source-only
+ * entries in the list, a source id other than the rank) is not made:
+ * *call is set instead. */
+static inline __attribute__((always_inline)) xp_le_t *
+fast_match(int src, xp_ni_t *ni, xp_pt_t *pt, uint64_t match_bits, int leaf, int *call)
 {
     xp_match_entry_t *e;
     if (!ni->matching) {
         e = xp_match_first(&pt->table, XP_MATCH_PRIORITY);
     } else {
-        uint64_t source = !ni->physical && __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE) ==
-                                               ni->map_identity
-                              ? (uint64_t)src
-                              : xp_pt_source_of(ni, src);
-        e = xp_match_find_any(&pt->table, XP_MATCH_PRIORITY, source, match_bits);
+        int rank_source = !ni->physical && __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE) ==
+                                               ni->map_identity;
+        if (leaf) {
+            if (__builtin_expect(!rank_source ||
+                                     !xp_match_exact_only(&pt->table, XP_MATCH_PRIORITY),
+                                 0)) {
+                *call = 1;
+                return NULL;
+            }
+            e = xp_match_find_exact(&pt->table, XP_MATCH_PRIORITY, (uint64_t)src, match_bits);
+        } else {
+            uint64_t source = rank_source ? (uint64_t)src : xp_pt_source_of(ni, src);
+            e = xp_match_find_any(&pt->table, XP_MATCH_PRIORITY, source, match_bits);
+        }
     }
     return e ? e->user : NULL;
+}
+
+/* The PT a one-pass delivery enters: xp_pt_enter_st's handshake, but an
+ * application thread inside (app_busy) or a disabled PT sends the message
+ * to the full path (which waits, or reports the disabled PT) instead of
+ * waiting here. `enabled` implies allocated with its table ready
+ * (PtlPTAlloc sets it last; PtlPTFree and the NI's teardown clear it), so
+ * one test does both. NULL: declined, the PT left. */
+static inline __attribute__((always_inline)) xp_pt_t *
+fast_pt_enter(const xp_ptl_state_t *st, xp_ni_t *ni, ptl_pt_index_t pt_index)
+{
+    if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
+        return NULL;
+    xp_pt_t *pt = &ni->pt[pt_index];
+    __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), 1))
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* xp_ptl_light_fence */
+    else
+        xp_fence();
+    if (__builtin_expect(__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE) || !pt->enabled, 0)) {
+        xp_pt_leave(pt);
+        return NULL;
+    }
+    xp_pt_tsan_entered(pt);
+    return pt;
 }
 
 /* The entry a one-pass delivery goes to: the PT at the packet's pt_index
  * (fields at these offsets) is entered and the match found; the entry must
  * have the `need` flag, accept the initiator's uid, post no event the PT's
  * EQ would take and (for a counting ACK) not disable acknowledgements.
- * Returns it with the PT entered (*pt_out), or NULL with the PT left. */
+ * Returns it with the PT entered (*pt_out), or NULL with the PT left
+ * (*call set if a `leaf` search declined: fast_match). */
 static inline __attribute__((always_inline)) xp_le_t *
-fast_entry(xp_ptl_state_t *st, xp_ni_t *ni, int src, const unsigned char *pkt, size_t pt_off,
-           size_t mb_off, size_t uid_off, unsigned need, int ack, xp_pt_t **pt_out)
+fast_entry(const xp_ptl_state_t *st, xp_ni_t *ni, int src, const unsigned char *pkt, size_t pt_off,
+           size_t mb_off, size_t uid_off, unsigned need, int ack, xp_pt_t **pt_out, int leaf,
+           int *call)
 {
-    xp_pt_t *pt = xp_pt_enter_st(st, ni, xp_wire_load32(pkt, pt_off));
+    xp_pt_t *pt = fast_pt_enter(st, ni, xp_wire_load32(pkt, pt_off));
     if (!pt)
         return NULL;
-    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, mb_off));
-    if (!le || !pt->enabled)
+    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, mb_off), leaf, call);
+    if (!le)
         goto decline;
     unsigned f = le->fast;
     if (!(f & need) || (le->uid != PTL_UID_ANY && le->uid != xp_wire_load32(pkt, uid_off)) ||
@@ -702,64 +765,128 @@ decline:
     return NULL;
 }
 
+/* The delivery of a one-pass put (fast_put) to entry le of the entered PT
+ * pt: the copy, the answer and the count, as handle_request orders them. */
+static inline __attribute__((always_inline)) void
+fast_put_deliver(const xp_ptl_state_t *st, int src, const put_form_t *fm,
+                 const unsigned char *pkt, size_t len, xp_pt_t *pt, xp_le_t *le, unsigned f,
+                 int ack, int small)
+{
+    ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
+    ptl_size_t mlength = offset >= le->region.length ? 0 : le->region.length - offset;
+    if (mlength > len - fm->hdr)
+        mlength = len - fm->hdr;
+    if (!small && mlength > 16)
+        memcpy(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
+    else if (mlength)
+        copy_small(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
+    if (ack && !xp_eng_ack_join((xp_ptl_state_t *)st, src, xp_wire_load32(pkt, fm->md_handle),
+                                mlength)) {
+        fast_ack_first_leave(src, pkt, len, mlength, pt, le);
+        return;
+    }
+    fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, f,
+                     mlength);
+}
+
+/* fast_put_deliver for a payload of more than 16 bytes (its memcpy call
+ * needs a frame, which xp_eng_recv does not have). */
+static void __attribute__((noinline)) fast_put_copy(const xp_ptl_state_t *st, int src,
+                                                    const unsigned char *pkt, size_t len,
+                                                    xp_pt_t *pt, xp_le_t *le)
+{
+    if (pkt[0] == XP_WIRE_SPUT)
+        fast_put_deliver(st, src, &form_compact, pkt, len, pt, le, le->fast,
+                         pkt[offsetof(xp_wire_sput_t, ack_req)] == PTL_CT_ACK_REQ, 0);
+    else
+        fast_put_deliver(st, src, &form_full, pkt, len, pt, le, le->fast,
+                         pkt[offsetof(xp_pkt_t, ack_req)] == PTL_CT_ACK_REQ, 0);
+}
+
 /* A small inline put handled in one pass, when nothing but delivery,
  * counting and a gathered counting ACK is needed: the entry's precomputed
  * XP_LE_FAST_* flags say it takes the put whole without unlinking, offsets
  * or events, the PT is enabled with no flow-controlled EQ to reserve room
  * in, and the caller is the thread that handles packets (the handler-owned
- * CT word and the gathered ACK are its own). Returns 0, having changed
- * nothing, for anything else: handle_request does it all. `pkt` is the
+ * CT word and the gathered ACK are its own). Anything else goes, with
+ * nothing changed, to recv_rest (handle_request does it all). `pkt` is the
  * packet of `len` bytes in wire form `fm` (its lengths checked by the
- * caller). */
-static inline __attribute__((always_inline)) int fast_put(int src, const put_form_t *fm,
-                                                         const unsigned char *pkt, size_t len)
+ * caller), from rank src of st's job. With `leaf` (no ACK), every call here is
+ * last (a tail call), so that xp_eng_recv, which inlines this, needs no
+ * frame: a match that needs a call is left to fast_put_general. */
+static void fast_put_general(const xp_ptl_state_t *st, int src, const unsigned char *pkt,
+                             size_t len);
+static inline __attribute__((always_inline)) void fast_put(const xp_ptl_state_t *st, int src,
+                                                          const put_form_t *fm,
+                                                          const unsigned char *pkt, size_t len,
+                                                          int leaf)
 {
-    xp_ptl_state_t *st = xp_ptl_state_peek();
+    int call = 0;
     uint8_t slot = pkt[fm->slot], ack_req = pkt[fm->ack_req];
-    size_t size = len - fm->hdr;
+    if (leaf && ack_req != PTL_NO_ACK_REQ) {
+        /* a counting ACK: the call to send the first of a run needs a frame */
+        fast_put_general(st, src, pkt, len);
+        return;
+    }
     int ack = ack_req == PTL_CT_ACK_REQ;
     if (slot >= XP_PTL_NI_SLOTS || (!ack && ack_req != PTL_NO_ACK_REQ) ||
         __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
-        return 0;
+        goto decline;
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni)
-        return 0;
+        goto decline;
     xp_pt_t *pt;
     xp_le_t *le = fast_entry(st, ni, src, pkt, fm->pt_index, fm->match_bits, fm->uid,
-                             XP_LE_FAST_PUT, ack, &pt);
-    if (!le)
-        return 0;
-    unsigned f = le->fast;
-    ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
-    ptl_size_t mlength = offset >= le->region.length ? 0 : le->region.length - offset;
-    if (mlength > size)
-        mlength = size;
-    if (mlength > 16)
-        memcpy(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
-    else if (mlength)
-        copy_small(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
-    /* As handle_request: the answer, then the count. */
-    if (ack && !xp_eng_ack_join(st, src, xp_wire_load32(pkt, fm->md_handle), mlength))
-        fast_ack_first(src, pkt, len, offset, mlength);
-    fast_count_leave(st, pt, le->ct, f, mlength);
-    return 1;
+                             XP_LE_FAST_PUT, ack, &pt, leaf, &call);
+    if (!le) {
+        if (leaf && call) {
+            fast_put_general(st, src, pkt, len);
+            return;
+        }
+        goto decline;
+    }
+    if (leaf && len - fm->hdr > 16) {
+        fast_put_copy(st, src, pkt, len, pt, le);
+        return;
+    }
+    fast_put_deliver(st, src, fm, pkt, len, pt, le, le->fast, !leaf && ack, leaf);
+    return;
+decline:
+    recv_rest(src, pkt, len);
 }
 
 /* A put with the full header: no flags, requested length = payload. */
-static inline int fast_put_full(int src, const unsigned char *pkt, size_t len)
+static inline __attribute__((always_inline)) void
+fast_put_full(const xp_ptl_state_t *st, int src, const unsigned char *pkt, size_t len)
 {
     if (pkt[offsetof(xp_pkt_t, flags)] != 0 ||
-        xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength)) != len - sizeof(xp_pkt_t))
-        return 0;
-    return fast_put(src, &form_full, pkt, len);
+        xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength)) != len - sizeof(xp_pkt_t)) {
+        recv_rest(src, pkt, len);
+        return;
+    }
+    fast_put(st, src, &form_full, pkt, len, 1);
 }
 
 /* A compact small put (wire.h: no flags, rlength = payload length). */
-static inline int fast_put_compact(int src, const unsigned char *pkt, size_t len)
+static inline __attribute__((always_inline)) void
+fast_put_compact(const xp_ptl_state_t *st, int src, const unsigned char *pkt, size_t len)
 {
-    if (pkt[offsetof(xp_wire_sput_t, len)] != len - sizeof(xp_wire_sput_t))
-        return 0;
-    return fast_put(src, &form_compact, pkt, len);
+    if (pkt[offsetof(xp_wire_sput_t, len)] != len - sizeof(xp_wire_sput_t)) {
+        recv_rest(src, pkt, len);
+        return;
+    }
+    fast_put(st, src, &form_compact, pkt, len, 1);
+}
+
+/* fast_put with every search (wildcards, source ids other than the rank):
+ * its calls need a frame, which this function has and xp_eng_recv not. */
+static void __attribute__((noinline)) fast_put_general(const xp_ptl_state_t *st, int src,
+                                                       const unsigned char *pkt, size_t len)
+{
+    if (pkt[0] == XP_WIRE_SPUT)
+        fast_put(st, src, &form_compact, pkt, len, 0);
+    else
+        fast_put(st, src, &form_full, pkt, len, 0);
 }
 
 /* Where the one-pass atomic path finds a request's fields in either wire
@@ -842,8 +969,9 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     if (!ni || size > (fetch ? ni->limits.max_fetch_atomic_size : ni->limits.max_atomic_size))
         return 0;
     xp_pt_t *pt;
+    int call = 0;
     xp_le_t *le = fast_entry(st, ni, src, pkt, fm->pt_index, fm->match_bits, fm->uid,
-                             fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT, ack, &pt);
+                             fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT, ack, &pt, 0, &call);
     if (!le)
         return 0;
     unsigned f = le->fast;
@@ -859,8 +987,8 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     if (fetch)
         fast_reply(src, fm, pkt, offset, &old, size);
     else if (ack && !xp_eng_ack_join(st, src, xp_wire_load32(pkt, fm->md_handle), size))
-        fast_ack_first(src, pkt, len, offset, size);
-    fast_count_leave(st, pt, le->ct, f, size);
+        fast_ack_first(src, pkt, len, size);
+    fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, f, size);
     return 1;
 decline:
     xp_pt_leave(pt);
@@ -909,26 +1037,39 @@ static void __attribute__((noinline)) recv_sfetch(int src_rank, const void *pkt,
     recv_full(src_rank, pkt, len);
 }
 
+/* An atomic or fetching atomic with the full header: likewise. */
+static void __attribute__((noinline)) recv_atomic(int src_rank, const void *pkt, size_t len)
+{
+    if (len >= sizeof(xp_pkt_t) && fast_atomic(src_rank, &aform_full, pkt, len))
+        return;
+    recv_full(src_rank, pkt, len);
+}
+
+static void __attribute__((noinline, cold)) drop_foreign(int src_rank)
+{
+    xp_error("packet from rank %d, which is not in the job, dropped", src_rank);
+}
+
+/* Every call here and in the inlined put path is a tail call: no frame. */
 void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
 {
     (void)arg;
-    if (src_rank < 0 || src_rank >= xp_ptl_state()->size) {
-        xp_error("packet from rank %d, which is not in the job, dropped", src_rank);
+    const xp_ptl_state_t *st = xp_ptl_state_peek();
+    if (__builtin_expect(!st || (unsigned)src_rank >= (unsigned)st->size, 0)) {
+        drop_foreign(src_rank);
         return;
     }
-    /* Small puts go to the fast path straight from the wire, either form. */
-    uint8_t type = len ? *(const uint8_t *)pkt : 0;
-    if (type == XP_WIRE_SPUT && len >= sizeof(xp_wire_sput_t) &&
-        fast_put_compact(src_rank, pkt, len))
-        return;
-    if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t) && fast_put_full(src_rank, pkt, len))
-        return;
-    if ((type == XP_PKT_FETCH || type == XP_PKT_ATOMIC) && len >= sizeof(xp_pkt_t) &&
-        fast_atomic(src_rank, &aform_full, pkt, len))
-        return;
-    if (type == XP_WIRE_SFETCH) {
+    /* Small puts go to the fast path straight from the wire, either form
+     * (the shortest packet that the type tests below need is a compact put). */
+    uint8_t type = len >= sizeof(xp_wire_sput_t) ? *(const uint8_t *)pkt : 0;
+    if (type == XP_WIRE_SPUT)
+        fast_put_compact(st, src_rank, pkt, len);
+    else if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t))
+        fast_put_full(st, src_rank, pkt, len);
+    else if (type == XP_PKT_FETCH || type == XP_PKT_ATOMIC)
+        recv_atomic(src_rank, pkt, len);
+    else if (type == XP_WIRE_SFETCH)
         recv_sfetch(src_rank, pkt, len);
-        return;
-    }
-    recv_rest(src_rank, pkt, len);
+    else
+        recv_rest(src_rank, pkt, len);
 }

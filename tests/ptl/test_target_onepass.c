@@ -22,7 +22,13 @@
  *   - on a matching NI: exact MEs found by hash, an earlier wildcard ME
  *     winning over a later exact one, an earlier NO_TRUNCATE ME too short
  *     for the message skipped, USE_ONCE MEs consumed in order, a put that
- *     matches nothing dropped.
+ *     matches nothing dropped;
+ *   - puts without an ACK (the frameless form of the one pass in
+ *     xp_eng_recv): 0..16 bytes, longer ones (its out-of-line copy),
+ *     truncation, an offset past the end, two alternating ME keys (hash
+ *     walk, not the cached entry), an exact ME found while the list also
+ *     holds a wildcard ME (left to the general form), a disabled PT (the
+ *     put dropped, nothing counted).
  */
 #include <portals4.h>
 #include <stdint.h>
@@ -523,6 +529,110 @@ static void test_atomics(side_t *s)
     PtlCTFree(c);
 }
 
+/* A put without an ACK from md_n (completion: the target's counts). */
+static void put_noack(side_t *s, ptl_size_t len, ptl_size_t roff, uint64_t bits)
+{
+    XP_REQUIRE(PtlPut(s->md_n, 0, len, PTL_NO_ACK_REQ, s->next, PT, bits, roff, NULL, 0) ==
+               PTL_OK);
+}
+
+/* Puts without an ACK: the one pass that xp_eng_recv does without a frame,
+ * and what it leaves to the general form or the full path. */
+static void test_noack(side_t *s)
+{
+    static unsigned char a[64], b[600], w[8];
+    static const ptl_size_t lens[] = { 0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 40, 64 };
+    ptl_handle_ct_t ca = new_ct(s), cb = new_ct(s), cw = new_ct(s);
+    ptl_handle_any_t ea = post(s, PT, a, sizeof(a), PTL_ME_EVENT_CT_BYTES, ca, PTL_UID_ANY,
+                               PTL_PRIORITY_LIST, 21, 0);
+    ptl_handle_any_t eb = post(s, PT, b, sizeof(b), 0, cb, PTL_UID_ANY, PTL_PRIORITY_LIST, 22, 0);
+    ptl_size_t bytes = 0, nb = 0;
+    barrier();
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        memset(a, 0xEE, sizeof(a));
+        fill_src((unsigned char)(10 + i));
+        barrier();
+        put_noack(s, lens[i], 0, 21);
+        bytes += lens[i];
+        expect_ct(ca, bytes);
+        XP_CHECK(memcmp(a, src, lens[i]) == 0);
+        if (lens[i] < sizeof(a))
+            XP_CHECK_EQ(a[lens[i]], 0xEE);
+        barrier();
+    }
+    memset(a, 0xEE, sizeof(a));
+    fill_src(30);
+    barrier();
+    put_noack(s, 12, 60, 21); /* truncated to 4 bytes */
+    bytes += 4;
+    expect_ct(ca, bytes);
+    XP_CHECK(memcmp(a + 60, src, 4) == 0);
+    XP_CHECK_EQ(a[59], 0xEE);
+    put_noack(s, 8, 64, 21); /* past the end: counted, 0 bytes */
+    if (s->matching) {
+        put_noack(s, 8, 0, 22); /* behind it: the count above is final */
+        expect_ct(cb, ++nb);
+        expect_ct(ca, bytes);
+        /* alternating keys: the entry is found by hash every time */
+        for (int i = 0; i < 6; i++) {
+            fill_src((unsigned char)(40 + i));
+            barrier();
+            put_noack(s, 8, 8 * (ptl_size_t)i, (i & 1) ? 21 : 22);
+            if (i & 1) {
+                bytes += 8;
+                expect_ct(ca, bytes);
+                XP_CHECK(memcmp(a + 8 * i, src, 8) == 0);
+            } else {
+                expect_ct(cb, ++nb);
+                XP_CHECK(memcmp(b + 8 * i, src, 8) == 0);
+            }
+            barrier();
+        }
+        fill_src(50);
+        barrier();
+        put_noack(s, 300, 100, 22); /* full header, longer than a compact put */
+        expect_ct(cb, ++nb);
+        XP_CHECK(memcmp(b + 100, src, 300) == 0);
+        barrier();
+        /* a wildcard entry after the exact ones: still the exact ones first */
+        ptl_handle_any_t ew = post(s, PT, w, sizeof(w), 0, cw, PTL_UID_ANY, PTL_PRIORITY_LIST,
+                                   0, 1);
+        barrier();
+        ptl_handle_ct_t cx = new_ct(s);
+        ptl_handle_any_t ex = post(s, PT, w, sizeof(w), 0, cx, PTL_UID_ANY, PTL_PRIORITY_LIST,
+                                   24, 0);
+        barrier();
+        put_noack(s, 8, 0, 22);
+        put_noack(s, 8, 0, 23);
+        put_noack(s, 8, 0, 24); /* the earlier wildcard entry wins */
+        put_noack(s, 8, 0, 22); /* behind them: the counts below are final */
+        nb += 2;
+        expect_ct(cb, nb);
+        expect_ct(cw, 2);
+        expect_ct(cx, 0);
+        barrier();
+        unlink_entry(s, ew);
+        unlink_entry(s, ex);
+        PtlCTFree(cx);
+    }
+    /* a disabled PT drops the put: the refused put behind it (same
+     * initiator, in order) shows that it was handled */
+    barrier();
+    XP_REQUIRE(PtlPTDisable(s->ni, PT) == PTL_OK);
+    barrier();
+    put_noack(s, 8, 0, 22);
+    put_refused(s, PT, 22);
+    barrier();
+    XP_REQUIRE(PtlPTEnable(s->ni, PT) == PTL_OK);
+    expect_ct(cb, nb);
+    barrier();
+    unlink_entry(s, ea);
+    unlink_entry(s, eb);
+    PtlCTFree(ca);
+    PtlCTFree(cb);
+    PtlCTFree(cw);
+}
+
 /* Matching order on a matching NI. */
 static void test_me_order(side_t *s)
 {
@@ -595,6 +705,7 @@ int main(void)
         test_eq(&s);
         test_triggered(&s);
         test_atomics(&s);
+        test_noack(&s);
         if (matching)
             test_me_order(&s);
         barrier();
