@@ -480,12 +480,17 @@ typedef struct ct_wait {
     unsigned int size;
     unsigned int which;  /* result: index that satisfied the wait */
     int dead;            /* result: a CT was freed during the wait */
+    ptl_ct_event_t ev;   /* result: the value of cts[which] that satisfied it */
 } ct_wait_t;
 
-static int ct_reached(const xp_ct_t *ct, ptl_size_t test)
+/* Whether ev satisfies a wait for test (kept in w when it does: the wait
+ * returns the value it saw, without reading the CT again). */
+static inline int ct_wait_hit(ct_wait_t *w, ptl_ct_event_t ev, ptl_size_t test)
 {
-    ptl_ct_event_t ev = xp_ct_read(ct);
-    return ev.success >= test || ev.failure > 0;
+    if (ev.success < test && ev.failure == 0)
+        return 0;
+    w->ev = ev;
+    return 1;
 }
 
 static int ct_wait_pred(void *arg)
@@ -497,7 +502,7 @@ static int ct_wait_pred(void *arg)
             w->dead = 1;
             return 1;
         }
-        if (ct_reached(w->cts[i], w->tests[i])) {
+        if (ct_wait_hit(w, xp_ct_read(w->cts[i]), w->tests[i])) {
             w->which = i;
             return 1;
         }
@@ -505,20 +510,18 @@ static int ct_wait_pred(void *arg)
     return 0;
 }
 
-/* ct_wait_pred for one CT (PtlCTWait): the spin loop calls it once per
- * iteration. */
-static int ct_wait_one_pred(void *arg)
+/* ct_wait_pred for one CT (PtlCTWait): inlined into the spin loop
+ * (xp_ptl_wait_inline), once per iteration. */
+static inline int ct_wait_one_pred(void *arg)
 {
     ct_wait_t *w = arg;
     const xp_ct_t *ct = w->cts[0];
-    ptl_handle_ct_t handle = w->handles[0];
-    ptl_size_t test = w->tests[0];
 
-    if (__builtin_expect(xp_ct_handle(ct) != handle, 0)) {
+    if (__builtin_expect(xp_ct_handle(ct) != w->handles[0], 0)) {
         w->dead = 1;
         return 1;
     }
-    return ct_reached(ct, test); /* which stays 0 */
+    return ct_wait_hit(w, xp_ct_read(ct), w->tests[0]); /* which stays 0 */
 }
 
 /* Before a sleep: register every threshold (spinning waiters need none,
@@ -542,9 +545,10 @@ static int ct_wait_any(ct_wait_t *w, uint64_t deadline_ns, ptl_ct_event_t *event
             xp_ptl_progress();
             if (!ct_wait_pred(w))
                 return PTL_CT_NONE_REACHED;
+        } else if (w->size == 1) {
+            st = xp_ptl_wait_inline(ct_wait_one_pred, ct_wait_arm, w, deadline_ns);
         } else {
-            st = xp_ptl_wait_until_armed(w->size == 1 ? ct_wait_one_pred : ct_wait_pred,
-                                         ct_wait_arm, w, deadline_ns);
+            st = xp_ptl_wait_until_armed(ct_wait_pred, ct_wait_arm, w, deadline_ns);
         }
     }
     if (w->dead || st == XP_ERR_CANCELED)
@@ -555,7 +559,7 @@ static int ct_wait_any(ct_wait_t *w, uint64_t deadline_ns, ptl_ct_event_t *event
         return PTL_CT_NONE_REACHED;
     if (st != XP_OK)
         return xp_ptl_rc(st);
-    *event = xp_ct_read(w->cts[w->which]);
+    *event = w->ev;
     if (which)
         *which = w->which;
     return PTL_OK;
@@ -571,11 +575,11 @@ int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event)
     ct = xp_ct_from_handle(ct_handle);
     if (!ct || !event)
         return PTL_ARG_INVALID;
-    if (ct_reached(ct, test)) { /* fast path: no progress call */
-        *event = xp_ct_read(ct);
+    w = (ct_wait_t){.cts = &ct, .handles = &ct_handle, .tests = &test, .size = 1};
+    if (ct_wait_hit(&w, xp_ct_read(ct), test)) { /* fast path: no progress call */
+        *event = w.ev;
         return PTL_OK;
     }
-    w = (ct_wait_t){.cts = &ct, .handles = &ct_handle, .tests = &test, .size = 1};
     return ct_wait_any(&w, UINT64_MAX, event, NULL);
 }
 

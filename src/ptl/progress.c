@@ -48,34 +48,18 @@
 /* Active phases per PARK_NS above which the application threads count as
  * living in waits (app_active): gaps between waits average < ~16 us. */
 #define BUSY_PHASES 64u
-/* Spins of an active waiter that sees packets pending and not taken
- * (another thread holds the poll lock) before it goes to sleep. */
-#define BUSY_SPINS 64
 
 static int deferred(const xp_ptl_state_t *st)
 {
     return __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* xp_ptl_progress, or -1 when nothing was pending (no transport packet, no
- * queued answer): the spin loop then knows the transports were idle without
- * asking them a second time. */
-static inline int progress_poll(xp_ptl_state_t *st)
+/* The tail of xp_ptl_poll_inline when answers are queued (poll lock held,
+ * poll_owner set): retry them, release. */
+int xp_ptl_poll_deferred(xp_ptl_state_t *st, int n)
 {
-    int n;
-    /* Waiters call this in their spin loop: look before taking the lock,
-     * so an idle poll is a few loads and no locked instruction. */
-    if (!xp_tl_pending() && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
-        return -1;
-    if (!xp_poll_trylock(st))
-        return 0;
-    __atomic_store_n(&st->poll_owner, xp_thread_id(), __ATOMIC_RELAXED);
-    n = xp_tl_progress_excl();
+    xp_eng_flush_deferred();
     int left = deferred(st);
-    if (left) {
-        xp_eng_flush_deferred();
-        left = deferred(st);
-    }
     __atomic_store_n(&st->poll_owner, 0, __ATOMIC_RELAXED);
     xp_poll_unlock(st);
     /* Answers still queued (a peer's ring is full): wake a sleeper of this
@@ -84,6 +68,11 @@ static inline int progress_poll(xp_ptl_state_t *st)
     if (left)
         xp_ptl_notify();
     return n;
+}
+
+static int progress_poll(xp_ptl_state_t *st)
+{
+    return xp_ptl_poll_inline(st);
 }
 
 int xp_ptl_progress(void)
@@ -287,52 +276,59 @@ static void end_active(xp_ptl_state_t *st)
     }
 }
 
-xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
+int xp_ptl_may_park(const xp_ptl_state_t *st)
 {
-    return xp_ptl_wait_until_armed(pred, NULL, arg, deadline_ns);
+    return can_park(st);
 }
 
-xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
-                                    uint64_t deadline_ns)
+/* Only waiters of a process with a progress thread count themselves in
+ * active_waiters: nobody else reads it, and without a thread the wait's
+ * exit has no locked instruction. */
+void xp_ptl_active_begin(xp_ptl_active_t *a)
 {
-    xp_ptl_state_t *st = xp_ptl_state();
-    uint32_t user_gen = __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE);
-    wait_ctx_t w = { pred, arm, arg, __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE), st, 0 };
-    long spins = xp_tl_spin_count() * 4 + 1, busy = 0;
-    xp_status_t rc = XP_OK;
-
-    if (pred(arg))
-        return XP_OK;
+    xp_ptl_state_t *st = a->st;
+    a->spins = xp_tl_spin_count() * 4 + 1;
+    a->counted = __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE);
     /* Active phase: this thread polls; the progress thread parks. */
-    __atomic_add_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    if (a->counted)
+        __atomic_add_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
     /* Not a locked add: the progress thread only asks whether it changed,
      * and two threads' racing increments still change it (app_active). */
     __atomic_store_n(&st->active_phases, __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
     let_sleeper_run(st);
-    for (long i = 0; i < spins; i++) {
-        if (wait_pred(&w))
-            goto done_active;
-        if ((i & 255) == 255 && deadline_ns != UINT64_MAX && xp_time_ns() >= deadline_ns) {
-            rc = XP_ERR_TIMEOUT;
-            goto done_active;
-        }
-        /* Packets that stay pending are another thread's: the progress
-         * thread is in a long handler (a large copy that a peer waits for,
-         * split_copy). Spinning here takes its CPU (xprun binds a rank's
-         * threads to one): sleep and let it run. */
-        if (w.idle || !xp_tl_pending())
-            busy = 0;
-        else if (++busy >= BUSY_SPINS && can_park(st))
-            break;
-        xp_cpu_relax();
+}
+
+xp_status_t xp_ptl_wait_until(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
+{
+    return xp_ptl_wait_inline(pred, NULL, arg, deadline_ns);
+}
+
+xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
+                                    uint64_t deadline_ns)
+{
+    return xp_ptl_wait_inline(pred, arm, arg, deadline_ns);
+}
+
+xp_status_t xp_ptl_wait_rest(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
+                             uint64_t deadline_ns, xp_ptl_active_t *a, int why)
+{
+    xp_ptl_state_t *st = a->st;
+    wait_ctx_t w = { pred, arm, arg, a->gen, st, 0 };
+    xp_status_t rc = XP_OK;
+
+    if (why != XP_PTL_SPUN) {
+        xp_ptl_active_end(a);
+        rc = why == XP_PTL_SPIN_TIMEOUT ? XP_ERR_TIMEOUT : XP_OK;
+        goto check;
     }
     if (can_park(st)) {
-        end_active(st);
+        if (a->counted)
+            end_active(st);
         rc = park_app(&w, deadline_ns);
         goto check;
     }
-    __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    xp_ptl_active_end(a);
     /* Passive phase without a progress thread: sleep on the doorbell; arrivals and local updates ring
      * it (the latter only while app_db_sleepers > 0: xp_ptl_notify). The fence
      * pairs with notify's: either it sees us here or our next check of the
@@ -347,16 +343,14 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
     while (rc == XP_OK && !wait_pred(&w));
     __atomic_sub_fetch(&st->app_db_sleepers, 1, __ATOMIC_ACQ_REL);
     __atomic_sub_fetch(&st->app_sleepers, 1, __ATOMIC_ACQ_REL);
-    goto check;
-done_active:
-    __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
 check:
     /* The loops above end with rc XP_OK only once wait_pred held: without
      * an abort since we began, that was pred, and it is not asked again. */
     if (rc == XP_OK && __atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE) != w.gen &&
         !pred(arg))
-        return __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE) != user_gen ? XP_ERR_ABORTED
-                                                                                   : XP_ERR_CANCELED;
+        return __atomic_load_n(&st->user_abort_gen, __ATOMIC_ACQUIRE) != a->user_gen
+                   ? XP_ERR_ABORTED
+                   : XP_ERR_CANCELED;
     return rc;
 }
 

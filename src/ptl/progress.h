@@ -18,7 +18,10 @@
 
 #include <stdint.h>
 
+#include "ptl/engine.h"
+#include "transport/transport.h"
 #include "util/atomic.h"
+#include "util/clock.h"
 #include "xportals/status.h"
 
 /* Poll the transports once (unless another thread is polling right now) and
@@ -41,6 +44,118 @@ typedef void (*xp_ptl_arm_fn)(void *arg);
 /* xp_ptl_wait_until with an arm callback (may be NULL). */
 xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
                                     uint64_t deadline_ns);
+
+/* ---- The wait's active phase, inline so that a caller with a known
+ * predicate (PtlCTWait) gets it inlined into its spin loop: from the moment
+ * the loop sees a packet until the wait returns, no call through a pointer
+ * to the predicate and no second look at the transports. ---- */
+
+/* One active phase of xp_ptl_wait_inline (the state the passive phase
+ * needs when the spin ends without the condition). */
+typedef struct xp_ptl_active {
+    xp_ptl_state_t *st;
+    uint32_t gen;       /* abort_gen at the start */
+    uint32_t user_gen;  /* user_abort_gen at the start */
+    int counted;        /* in active_waiters (only while a progress thread runs) */
+    long spins;         /* looks before the passive phase */
+} xp_ptl_active_t;
+
+/* Start an active phase of a->st, whose gen and user_gen the caller read
+ * before its first look at the condition (out of line: it overlaps the
+ * wait for the packet). */
+void xp_ptl_active_begin(xp_ptl_active_t *a);
+
+/* Why the spin of xp_ptl_wait_inline ended without the condition. */
+enum { XP_PTL_SPUN = 0, XP_PTL_SPIN_ABORT = 1, XP_PTL_SPIN_TIMEOUT = 2 };
+
+/* The rest of a wait whose active spin ended without the condition (`why`):
+ * the passive phase (park or doorbell sleep) and the abort check. */
+xp_status_t xp_ptl_wait_rest(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
+                             uint64_t deadline_ns, xp_ptl_active_t *a, int why);
+
+/* Whether an application thread may park on app_word now (a progress
+ * thread runs and is not the caller). */
+int xp_ptl_may_park(const xp_ptl_state_t *st);
+
+/* Queued answers left after a poll: retry them (out of line, rare). */
+int xp_ptl_poll_deferred(xp_ptl_state_t *st, int n);
+
+/* xp_ptl_progress for a spinning waiter, or -1 when nothing was pending (no
+ * transport packet, no queued answer): an idle poll is a few loads and no
+ * locked instruction. */
+static inline int xp_ptl_poll_inline(xp_ptl_state_t *st)
+{
+    if (!xp_tl_pending() && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
+        return -1;
+    if (!xp_poll_trylock(st))
+        return 0;
+    __atomic_store_n(&st->poll_owner, xp_thread_id(), __ATOMIC_RELAXED);
+    int n = xp_tl_progress_excl();
+    if (__builtin_expect(__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) != 0, 0))
+        return xp_ptl_poll_deferred(st, n); /* flushes, unlocks */
+    __atomic_store_n(&st->poll_owner, 0, __ATOMIC_RELAXED);
+    xp_poll_unlock(st);
+    return n;
+}
+
+/* End an active phase that saw its condition. */
+static inline void xp_ptl_active_end(xp_ptl_active_t *a)
+{
+    if (a->counted)
+        __atomic_sub_fetch(&a->st->active_waiters, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Spins of an active waiter that sees packets pending and not taken
+ * (another thread holds the poll lock) before it goes to sleep. */
+#define XP_PTL_BUSY_SPINS 64
+
+/* xp_ptl_wait_until_armed, for callers that pass a predicate known at
+ * compile time (it is inlined into the spin). */
+static inline __attribute__((always_inline)) xp_status_t
+xp_ptl_wait_inline(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg, uint64_t deadline_ns)
+{
+    xp_ptl_active_t a;
+    long busy = 0;
+    int why = XP_PTL_SPUN;
+
+    a.st = xp_ptl_state();
+    /* Before the first look: an abort from then on ends this wait. */
+    a.user_gen = __atomic_load_n(&a.st->user_abort_gen, __ATOMIC_ACQUIRE);
+    a.gen = __atomic_load_n(&a.st->abort_gen, __ATOMIC_ACQUIRE);
+    if (pred(arg))
+        return XP_OK;
+    xp_ptl_active_begin(&a);
+    for (long i = 0; i < a.spins; i++) {
+        if (pred(arg)) {
+            xp_ptl_active_end(&a);
+            return XP_OK;
+        }
+        if (__builtin_expect(__atomic_load_n(&a.st->abort_gen, __ATOMIC_ACQUIRE) != a.gen, 0)) {
+            why = XP_PTL_SPIN_ABORT;
+            break;
+        }
+        if (__builtin_expect((i & 255) == 255, 0) && deadline_ns != UINT64_MAX &&
+            xp_time_ns() >= deadline_ns) {
+            why = XP_PTL_SPIN_TIMEOUT;
+            break;
+        }
+        /* After a poll that handled something, look at the condition at
+         * once; after an idle one only another thread can have changed it. */
+        int n = xp_ptl_poll_inline(a.st);
+        if (n > 0)
+            continue;
+        /* Packets that stay pending are another thread's: the progress
+         * thread is in a long handler (a large copy that a peer waits for,
+         * split_copy). Spinning here takes its CPU (xprun binds a rank's
+         * threads to one): sleep and let it run. */
+        if (n < 0 || !xp_tl_pending())
+            busy = 0;
+        else if (++busy >= XP_PTL_BUSY_SPINS && xp_ptl_may_park(a.st))
+            break;
+        xp_cpu_relax();
+    }
+    return xp_ptl_wait_rest(pred, arm, arg, deadline_ns, &a, why);
+}
 
 /* Ring the process doorbell after a local CT/EQ update (PtlCTInc/Set,
  * events generated by the engine), so sleeping waiters re-check. Cheap when
