@@ -914,38 +914,88 @@ static const atomic_form_t aform_compact = {
     offsetof(xp_wire_sfetch_t, remote_offset), offsetof(xp_wire_sfetch_t, local_offset), 1,
 };
 
-/* The REPLY of a fetching atomic, what send_answer builds from the
- * request's header, in its compact wire form (mlength = rlength = the
- * element size, no flags), built from the packet (form fm). */
+/* The REPLY of a one-pass fetching atomic (request `pkt` of `len` bytes in
+ * wire form fm, old value `old`) and then the count, as handle_request
+ * orders them: what send_answer builds from the request's header, in its
+ * compact wire form (mlength = rlength = the element size, no flags). The
+ * REPLY goes straight to the route (xp_eng_send_sreply's common case, one
+ * call less); deferred answers waiting (they go first), a full ring or an
+ * unusual route go through xp_eng_send_sreply, which tries again and else
+ * takes the general answer send. Out of line (fast_fetch_compact/_full):
+ * its calls need a frame, which the one pass before it does not have. */
 static inline __attribute__((always_inline)) void
-fast_reply(int src, const atomic_form_t *fm, const unsigned char *pkt, ptl_size_t offset,
-           const void *old, size_t mlength)
+fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t len,
+                  xp_pt_t *pt, xp_le_t *le, uint64_t old)
 {
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    size_t size = len - fm->hdr;
     xp_wire_sreply_t w = {
         .type = XP_WIRE_SREPLY,
         .slot = pkt[fm->slot],
         .fail = PTL_NI_OK,
-        .len = (uint8_t)mlength,
+        .len = (uint8_t)size,
         .ptl_list = PTL_PRIORITY_LIST,
         .atomic_op = pkt[fm->op],
         .atomic_type = pkt[fm->dt],
         .md_handle = xp_wire_load32(pkt, fm->md_handle),
         .pt_index = xp_wire_load32(pkt, fm->pt_index),
-        .remote_offset = offset,
-        .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset) : xp_wire_load64(pkt, fm->local_offset),
+        .remote_offset = xp_wire_load64(pkt, fm->remote_offset),
+        .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset)
+                                    : xp_wire_load64(pkt, fm->local_offset),
         .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
     };
-    xp_eng_send_sreply(src, &w, old);
+    const xp_tl_route_t *r = xp_tl_route(src);
+    if (__builtin_expect(!r || __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) ||
+                             sizeof(w) + size > r->max_packet ||
+                             xp_tl_route_send_excl(r, src, &w, sizeof(w), &old, size) != XP_OK,
+                         0))
+        xp_eng_send_sreply(src, &w, &old);
+    fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
+                     size);
 }
 
+static void __attribute__((noinline)) fast_fetch_compact(int src, const unsigned char *pkt,
+                                                         size_t len, xp_pt_t *pt, xp_le_t *le,
+                                                         uint64_t old)
+{
+    fast_fetch_finish(src, &aform_compact, pkt, len, pt, le, old);
+}
+
+static void __attribute__((noinline)) fast_fetch_full(int src, const unsigned char *pkt,
+                                                      size_t len, xp_pt_t *pt, xp_le_t *le,
+                                                      uint64_t old)
+{
+    fast_fetch_finish(src, &aform_full, pkt, len, pt, le, old);
+}
+
+/* The end of a one-pass PtlAtomic (full header) with a counting ACK: the
+ * ACK (joining a run, else the first of one), then the count. */
+static void __attribute__((noinline)) fast_atomic_ack(int src, const unsigned char *pkt,
+                                                      size_t len, xp_pt_t *pt, xp_le_t *le)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    size_t size = len - sizeof(xp_pkt_t);
+    if (!xp_eng_ack_join(st, src, xp_wire_load32(pkt, offsetof(xp_pkt_t, md_handle)), size))
+        fast_ack_first(src, pkt, len, size);
+    fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
+                     size);
+}
+
+static void recv_full(int src_rank, const void *pkt, size_t len);
+static void fast_atomic_general(int src, const unsigned char *pkt, size_t len);
+
 /* A one-element atomic (PtlAtomic or PtlFetchAtomic, `pkt` of `len` bytes
- * in wire form `fm`) with a native read-modify-write: SUM, BAND, BOR or
- * BXOR on an aligned 4- or 8-byte integer lying whole in a fast entry (the
- * XP_LE_FAST_* rules of fast_put; XP_LE_FAST_FETCH for the fetching form).
- * One pass as in fast_put: no request record, no generic check or
- * dispatch. Returns 0, having changed nothing, for anything else. */
-static inline __attribute__((always_inline)) int
-fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t len)
+ * in wire form `fm`, len >= fm->hdr) with a native read-modify-write: SUM,
+ * BAND, BOR or BXOR on an aligned 4- or 8-byte integer lying whole in a
+ * fast entry (the XP_LE_FAST_* rules of fast_put; XP_LE_FAST_FETCH for the
+ * fetching form). One pass as in fast_put: no request record, no generic
+ * check or dispatch. Anything else goes, with nothing changed, to
+ * recv_full. With `leaf`, every call here is last (a tail call), so that
+ * its caller needs no frame before the REPLY's send (the round trip's
+ * path): a match that needs a call is left to fast_atomic_general, the
+ * answer and the count to fast_fetch_* / fast_atomic_ack. */
+static inline __attribute__((always_inline)) void
+fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t len, int leaf)
 {
     xp_ptl_state_t *st = xp_ptl_state_peek();
     int fetch = fm->compact || pkt[offsetof(xp_pkt_t, type)] == XP_PKT_FETCH;
@@ -964,35 +1014,58 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
                                                              : 0) ||
         (!fetch && !ack && ack_req != PTL_NO_ACK_REQ) || slot >= XP_PTL_NI_SLOTS ||
         __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
-        return 0;
+        goto refuse;
     xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
     if (!ni || size > (fetch ? ni->limits.max_fetch_atomic_size : ni->limits.max_atomic_size))
-        return 0;
+        goto refuse;
     xp_pt_t *pt;
     int call = 0;
     xp_le_t *le = fast_entry(st, ni, src, pkt, fm->pt_index, fm->match_bits, fm->uid,
-                             fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT, ack, &pt, 0, &call);
-    if (!le)
-        return 0;
-    unsigned f = le->fast;
+                             fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT, ack, &pt, leaf, &call);
+    if (!le) {
+        if (leaf && call) {
+            fast_atomic_general(src, pkt, len);
+            return;
+        }
+        goto refuse;
+    }
     ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
     if (offset > le->region.length || size > le->region.length - offset)
         goto decline;
-    uint64_t old;
+    uint64_t old = 0;
     /* Declines (memory untouched) when the element is misaligned. */
     if (!xp_atomic_apply_word((ptl_op_t)op, (ptl_datatype_t)dt, le->region.start + offset,
                               pkt + fm->hdr, size, fetch ? &old : NULL))
         goto decline;
-    /* As handle_request: the answer, then the count. */
-    if (fetch)
-        fast_reply(src, fm, pkt, offset, &old, size);
-    else if (ack && !xp_eng_ack_join(st, src, xp_wire_load32(pkt, fm->md_handle), size))
-        fast_ack_first(src, pkt, len, size);
-    fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, f, size);
-    return 1;
+    if (fetch) {
+        if (fm->compact)
+            fast_fetch_compact(src, pkt, len, pt, le, old);
+        else
+            fast_fetch_full(src, pkt, len, pt, le, old);
+        return;
+    }
+    if (ack) {
+        fast_atomic_ack(src, pkt, len, pt, le);
+        return;
+    }
+    fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
+                     size);
+    return;
 decline:
     xp_pt_leave(pt);
-    return 0;
+refuse:
+    recv_full(src, pkt, len);
+}
+
+/* fast_atomic with every search (wildcards, source ids other than the
+ * rank): its calls need a frame, which this function has. */
+static void __attribute__((noinline)) fast_atomic_general(int src, const unsigned char *pkt,
+                                                          size_t len)
+{
+    if (pkt[0] == XP_WIRE_SFETCH)
+        fast_atomic(src, &aform_compact, pkt, len, 0);
+    else
+        fast_atomic(src, &aform_full, pkt, len, 0);
 }
 
 /* Every packet the fast path does not take: the header is decoded into an
@@ -1032,17 +1105,19 @@ static void __attribute__((noinline)) recv_rest(int src_rank, const void *pkt, s
  * xp_eng_recv's frame (and every put through it) stays as it was. */
 static void __attribute__((noinline)) recv_sfetch(int src_rank, const void *pkt, size_t len)
 {
-    if (len >= sizeof(xp_wire_sfetch_t) && fast_atomic(src_rank, &aform_compact, pkt, len))
-        return;
-    recv_full(src_rank, pkt, len);
+    if (len >= sizeof(xp_wire_sfetch_t))
+        fast_atomic(src_rank, &aform_compact, pkt, len, 1);
+    else
+        recv_full(src_rank, pkt, len);
 }
 
 /* An atomic or fetching atomic with the full header: likewise. */
 static void __attribute__((noinline)) recv_atomic(int src_rank, const void *pkt, size_t len)
 {
-    if (len >= sizeof(xp_pkt_t) && fast_atomic(src_rank, &aform_full, pkt, len))
-        return;
-    recv_full(src_rank, pkt, len);
+    if (len >= sizeof(xp_pkt_t))
+        fast_atomic(src_rank, &aform_full, pkt, len, 1);
+    else
+        recv_full(src_rank, pkt, len);
 }
 
 static void __attribute__((noinline, cold)) drop_foreign(int src_rank)

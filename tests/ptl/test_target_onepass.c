@@ -19,6 +19,9 @@
  *     one pass; MIN, a misaligned element, an element that does not fit or
  *     lies past the end, an entry without OP_GET (fetch refused) and
  *     ACK_DISABLE on the full path;
+ *   - the atomic path's forms (test_atomic_forms): compact fetches of 4
+ *     and 8 bytes, a full-header fetch, a PtlAtomic without an ACK, a
+ *     fetch-add while an earlier wildcard ME is in the list;
  *   - on a matching NI: exact MEs found by hash, an earlier wildcard ME
  *     winning over a later exact one, an earlier NO_TRUNCATE ME too short
  *     for the message skipped, USE_ONCE MEs consumed in order, a put that
@@ -529,6 +532,107 @@ static void test_atomics(side_t *s)
     PtlCTFree(c);
 }
 
+/* The forms of the one-pass atomic path (target.c fast_atomic without a
+ * frame; its answer and count out of line): a compact fetch of 4 and 8
+ * bytes replying into an offset of the get MD, a fetch with the full
+ * header (hdr_data: fast_fetch_full), a PtlAtomic without an ACK (counted
+ * at the target only), and on a matching NI a fetch-add to an exact ME
+ * while an earlier wildcard ME is in the list (left to the general form:
+ * the wildcard entry takes it). */
+static void test_atomic_forms(side_t *s)
+{
+    static uint64_t a[4], wl[2];
+    ptl_handle_ct_t c = new_ct(s), cwl = new_ct(s), ct_g;
+    ptl_handle_md_t md_g;
+    ptl_md_t md;
+    ptl_size_t n_g = 0, n = 0;
+    uint64_t v;
+    uint32_t v32;
+    XP_REQUIRE(PtlCTAlloc(s->ni, &ct_g) == PTL_OK);
+    memset(&md, 0, sizeof(md));
+    md.start = fetched;
+    md.length = sizeof(fetched);
+    md.eq_handle = PTL_EQ_NONE;
+    md.ct_handle = ct_g;
+    md.options = PTL_MD_EVENT_CT_REPLY;
+    XP_REQUIRE(PtlMDBind(s->ni, &md, &md_g) == PTL_OK);
+    ptl_handle_any_t ew = 0;
+    if (s->matching)
+        ew = post(s, PT, wl, sizeof(wl), PTL_ME_OP_GET, cwl, PTL_UID_ANY, PTL_PRIORITY_LIST, 0,
+                  1);
+    ptl_handle_any_t e = post(s, PT, a, sizeof(a), PTL_ME_OP_GET, c, PTL_UID_ANY,
+                              PTL_PRIORITY_LIST, 30, 0);
+    a[0] = 10;
+    a[1] = UINT64_C(0x1111111122222222);
+    a[2] = 1000;
+    a[3] = 0;
+    wl[0] = 40;
+    wl[1] = 0;
+    barrier();
+    if (s->matching) {
+        /* the earlier wildcard ME wins (general form) */
+        v = 2;
+        memcpy(src, &v, 8);
+        fetch_op(s, md_g, ct_g, &n_g, 0, 30, PTL_SUM, PTL_INT64_T, 8, 0);
+        memcpy(&v, fetched, 8);
+        XP_CHECK_EQ(v, 40);
+        expect_ct(cwl, 1);
+        barrier();
+        XP_CHECK_EQ(wl[0], 42);
+        XP_CHECK_EQ(a[0], 10);
+        unlink_entry(s, ew);
+        barrier();
+    }
+    /* compact fetch, 8 bytes, into offset 8 of the get MD */
+    memset(fetched, 0xCC, sizeof(fetched));
+    v = 3;
+    memcpy(src, &v, 8);
+    XP_REQUIRE(PtlFetchAtomic(md_g, 8, s->md_n, 0, 8, s->next, PT, 30, 0, NULL, 0, PTL_SUM,
+                              PTL_UINT64_T) == PTL_OK);
+    ptl_ct_event_t ev;
+    XP_REQUIRE(PtlCTWait(ct_g, ++n_g, &ev) == PTL_OK);
+    XP_CHECK_EQ(ev.failure, 0);
+    memcpy(&v, fetched + 8, 8);
+    XP_CHECK_EQ(v, 10);
+    XP_CHECK_EQ(fetched[0], 0xCC);
+    /* compact fetch, 4 bytes (BAND on the low word of a[1]) */
+    memset(fetched, 0xCC, sizeof(fetched));
+    v32 = 0x0000FFFFu;
+    memcpy(src, &v32, 4);
+    fetch_op(s, md_g, ct_g, &n_g, 8, 30, PTL_BAND, PTL_UINT32_T, 4, 0);
+    memcpy(&v32, fetched, 4);
+    XP_CHECK_EQ(v32, 0x22222222u);
+    XP_CHECK_EQ(fetched[4], 0xCC); /* 4 bytes replied, no more */
+    /* a fetch with the full header (hdr_data), BOR on 8 bytes */
+    v = 0x0F;
+    memcpy(src, &v, 8);
+    XP_REQUIRE(PtlFetchAtomic(md_g, 0, s->md_n, 0, 8, s->next, PT, 30, 16, NULL, 77, PTL_BOR,
+                              PTL_UINT64_T) == PTL_OK);
+    XP_REQUIRE(PtlCTWait(ct_g, ++n_g, &ev) == PTL_OK);
+    XP_CHECK_EQ(ev.failure, 0);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 1000);
+    /* PtlAtomic without an ACK: only the target counts it */
+    v = 5;
+    memcpy(src, &v, 8);
+    XP_REQUIRE(PtlAtomic(s->md_n, 0, 8, PTL_NO_ACK_REQ, s->next, PT, 30, 24, NULL, 0, PTL_SUM,
+                         PTL_UINT64_T) == PTL_OK);
+    XP_REQUIRE(PtlAtomic(s->md_n, 0, 8, PTL_NO_ACK_REQ, s->next, PT, 30, 24, NULL, 0, PTL_SUM,
+                         PTL_UINT64_T) == PTL_OK);
+    expect_ct(c, n += 5);
+    barrier();
+    XP_CHECK_EQ(a[0], 13);
+    XP_CHECK_EQ(a[1], UINT64_C(0x1111111100002222));
+    XP_CHECK_EQ(a[2], 1000 | 0x0F);
+    XP_CHECK_EQ(a[3], 10);
+    unlink_entry(s, e);
+    barrier();
+    PtlMDRelease(md_g);
+    PtlCTFree(ct_g);
+    PtlCTFree(cwl);
+    PtlCTFree(c);
+}
+
 /* A put without an ACK from md_n (completion: the target's counts). */
 static void put_noack(side_t *s, ptl_size_t len, ptl_size_t roff, uint64_t bits)
 {
@@ -705,6 +809,7 @@ int main(void)
         test_eq(&s);
         test_triggered(&s);
         test_atomics(&s);
+        test_atomic_forms(&s);
         test_noack(&s);
         if (matching)
             test_me_order(&s);
