@@ -929,7 +929,16 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
 {
     xp_ptl_state_t *st = xp_ptl_state_peek();
     size_t size = len - fm->hdr;
-    xp_wire_sreply_t w = {
+    /* The old value right after the header: one contiguous packet, one
+     * copy into the ring cell. */
+    struct {
+        xp_wire_sreply_t w;
+        uint64_t old;
+    } b;
+    _Static_assert(offsetof(__typeof__(b), old) == sizeof(xp_wire_sreply_t),
+                   "the data follows the header with no gap");
+    b.old = old;
+    b.w = (xp_wire_sreply_t){
         .type = XP_WIRE_SREPLY,
         .slot = pkt[fm->slot],
         .fail = PTL_NI_OK,
@@ -946,10 +955,11 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
     };
     const xp_tl_route_t *r = xp_tl_route(src);
     if (__builtin_expect(!r || __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) ||
-                             sizeof(w) + size > r->max_packet ||
-                             xp_tl_route_send_excl(r, src, &w, sizeof(w), &old, size) != XP_OK,
+                             sizeof(b.w) + size > r->max_packet ||
+                             xp_tl_route_send_excl(r, src, &b, sizeof(b.w) + size, NULL, 0) !=
+                                 XP_OK,
                          0))
-        xp_eng_send_sreply(src, &w, &old);
+        xp_eng_send_sreply(src, &b.w, &b.old);
     fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
                      size);
 }
