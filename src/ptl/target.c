@@ -928,7 +928,9 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
                   xp_pt_t *pt, xp_le_t *le, uint64_t old)
 {
     xp_ptl_state_t *st = xp_ptl_state_peek();
-    size_t size = len - fm->hdr;
+    /* (the full form's payload may start with a swap operand) */
+    size_t size = fm->compact ? len - fm->hdr
+                              : (size_t)xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
     /* The old value right after the header: one contiguous packet, one
      * copy into the ring cell. */
     struct {
@@ -994,34 +996,60 @@ static void __attribute__((noinline)) fast_atomic_ack(int src, const unsigned ch
 static void recv_full(int src_rank, const void *pkt, size_t len);
 static void fast_atomic_general(int src, const unsigned char *pkt, size_t len);
 
-/* A one-element atomic (PtlAtomic or PtlFetchAtomic, `pkt` of `len` bytes
- * in wire form `fm`, len >= fm->hdr) with a native read-modify-write: SUM,
- * BAND, BOR or BXOR on an aligned 4- or 8-byte integer lying whole in a
- * fast entry (the XP_LE_FAST_* rules of fast_put; XP_LE_FAST_FETCH for the
- * fetching form). One pass as in fast_put: no request record, no generic
- * check or dispatch. Anything else goes, with nothing changed, to
- * recv_full. With `leaf`, every call here is last (a tail call), so that
- * its caller needs no frame before the REPLY's send (the round trip's
- * path): a match that needs a call is left to fast_atomic_general, the
- * answer and the count to fast_fetch_* / fast_atomic_ack. */
+/* A one-element atomic (PtlAtomic, PtlFetchAtomic or PtlSwap, `pkt` of
+ * `len` bytes in wire form `fm`, len >= fm->hdr) lying whole in a fast
+ * entry (the XP_LE_FAST_* rules of fast_put; XP_LE_FAST_FETCH for the
+ * fetching and swapping forms). One pass as in fast_put: no request
+ * record. The native read-modify-writes (SUM, BAND, BOR or BXOR on an
+ * aligned 4- or 8-byte integer) take no generic check or dispatch; with
+ * `leaf`, every call on their path is last (a tail call), so that the
+ * caller needs no frame before the REPLY's send (the round trip's path):
+ * a match that needs a call and every other operation are left to
+ * fast_atomic_general, the answer and the count to fast_fetch_* /
+ * fast_atomic_ack. The general form also takes any other valid
+ * (xp_atomic_check) single element of at most 8 bytes, naturally aligned
+ * (the full path's lock-free rule), with xp_atomic_apply: MIN, MAX, PROD,
+ * the logical operations, the swap family (its operand first in the
+ * payload), floating-point types. Anything else goes, with nothing
+ * changed, to recv_full. */
 static inline __attribute__((always_inline)) void
 fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t len, int leaf)
 {
     xp_ptl_state_t *st = xp_ptl_state_peek();
-    int fetch = fm->compact || pkt[offsetof(xp_pkt_t, type)] == XP_PKT_FETCH;
+    uint8_t type = fm->compact ? XP_PKT_FETCH : pkt[offsetof(xp_pkt_t, type)];
+    int fetch = type != XP_PKT_ATOMIC; /* FETCH or SWAP: answered with a REPLY */
     uint8_t ack_req = fm->compact ? PTL_NO_ACK_REQ : pkt[offsetof(xp_pkt_t, ack_req)];
     uint8_t slot = pkt[fm->slot];
     uint8_t op = pkt[fm->op], dt = pkt[fm->dt];
-    size_t size = len - fm->hdr;
     int ack = !fetch && ack_req == PTL_CT_ACK_REQ;
-    if ((fm->compact ? pkt[offsetof(xp_wire_sfetch_t, len)] != size
+    size_t esize = (dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8
+                   : (dt == PTL_INT32_T || dt == PTL_UINT32_T) ? 4
+                                                               : 0;
+    int native = type != XP_PKT_SWAP &&
+                 (op == PTL_SUM || op == PTL_BAND || op == PTL_BOR || op == PTL_BXOR) && esize;
+    size_t size = len - fm->hdr, oplen = 0;
+    if (!leaf && !native) {
+        /* Any other valid single element of at most 8 bytes, with
+         * xp_atomic_apply (its calls need a frame: not in the leaf form,
+         * which refuses to the general form). */
+        esize = xp_atomic_type_size((ptl_datatype_t)dt);
+        if (esize == 0 || esize > 8 ||
+            xp_atomic_check((ptl_op_t)op, (ptl_datatype_t)dt, esize,
+                            type == XP_PKT_ATOMIC  ? XP_ATOMIC_PLAIN
+                            : type == XP_PKT_FETCH ? XP_ATOMIC_FETCH
+                                                   : XP_ATOMIC_SWAP) != XP_OK)
+            goto refuse;
+        /* The swap family's operand (compare value, mask) precedes the data. */
+        oplen = type == XP_PKT_SWAP && op != PTL_SWAP ? esize : 0;
+        if (size < oplen)
+            goto refuse;
+        size -= oplen;
+    }
+    if ((leaf && !native) || size != esize ||
+        (fm->compact ? pkt[offsetof(xp_wire_sfetch_t, len)] != size
                      : pkt[offsetof(xp_pkt_t, flags)] != 0 ||
-                           xp_wire_load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
+                           xp_wire_load32(pkt, offsetof(xp_pkt_t, nseg)) != oplen ||
                            xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength)) != size) ||
-        (op != PTL_SUM && op != PTL_BAND && op != PTL_BOR && op != PTL_BXOR) ||
-        size != ((dt == PTL_INT64_T || dt == PTL_UINT64_T)   ? 8
-                 : (dt == PTL_INT32_T || dt == PTL_UINT32_T) ? 4
-                                                             : 0) ||
         (!fetch && !ack && ack_req != PTL_NO_ACK_REQ) || slot >= XP_PTL_NI_SLOTS ||
         __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
         goto refuse;
@@ -1033,20 +1061,32 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     xp_le_t *le = fast_entry(st, ni, src, pkt, fm->pt_index, fm->match_bits, fm->uid,
                              fetch ? XP_LE_FAST_FETCH : XP_LE_FAST_PUT, ack, &pt, leaf, &call);
     if (!le) {
-        if (leaf && call) {
-            fast_atomic_general(src, pkt, len);
-            return;
-        }
-        goto refuse;
+        if (leaf && call)
+            goto refuse; /* the general form makes the search */
+        recv_full(src, pkt, len);
+        return;
     }
     ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
     if (offset > le->region.length || size > le->region.length - offset)
         goto decline;
     uint64_t old = 0;
-    /* Declines (memory untouched) when the element is misaligned. */
-    if (!xp_atomic_apply_word((ptl_op_t)op, (ptl_datatype_t)dt, le->region.start + offset,
-                              pkt + fm->hdr, size, fetch ? &old : NULL))
+    char *at = le->region.start + offset;
+    const unsigned char *data = pkt + fm->hdr + oplen;
+    if (native) {
+        /* Declines (memory untouched) when the element is misaligned. */
+        if (!xp_atomic_apply_word((ptl_op_t)op, (ptl_datatype_t)dt, at, data, size,
+                                  fetch ? &old : NULL))
+            goto decline;
+    } else if ((uintptr_t)at % size != 0 ||
+               (!xp_atomic_apply_word((ptl_op_t)op, (ptl_datatype_t)dt, at, data, size,
+                                      fetch ? &old : NULL) &&
+                xp_atomic_apply((ptl_op_t)op, (ptl_datatype_t)dt, at, data,
+                                oplen ? pkt + fm->hdr : NULL, size,
+                                fetch ? &old : NULL) != XP_OK)) {
+        /* Misaligned (the full path's lock), or refused with the memory
+         * untouched: the full path reports it. */
         goto decline;
+    }
     if (fetch) {
         if (fm->compact)
             fast_fetch_compact(src, pkt, len, pt, le, old);
@@ -1061,14 +1101,22 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
     fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
                      size);
     return;
+refuse:
+    /* (the leaf form refuses to the general one, which may take it or
+     * refuses in turn, having changed nothing) */
+    if (leaf)
+        fast_atomic_general(src, pkt, len);
+    else
+        recv_full(src, pkt, len);
+    return;
 decline:
     xp_pt_leave(pt);
-refuse:
     recv_full(src, pkt, len);
 }
 
 /* fast_atomic with every search (wildcards, source ids other than the
- * rank): its calls need a frame, which this function has. */
+ * rank) and every operation: its calls need a frame, which this function
+ * has. */
 static void __attribute__((noinline)) fast_atomic_general(int src, const unsigned char *pkt,
                                                           size_t len)
 {
@@ -1121,7 +1169,7 @@ static void __attribute__((noinline)) recv_sfetch(int src_rank, const void *pkt,
         recv_full(src_rank, pkt, len);
 }
 
-/* An atomic or fetching atomic with the full header: likewise. */
+/* An atomic, fetching atomic or swap with the full header: likewise. */
 static void __attribute__((noinline)) recv_atomic(int src_rank, const void *pkt, size_t len)
 {
     if (len >= sizeof(xp_pkt_t))
@@ -1151,7 +1199,7 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         fast_put_compact(st, src_rank, pkt, len);
     else if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t))
         fast_put_full(st, src_rank, pkt, len);
-    else if (type == XP_PKT_FETCH || type == XP_PKT_ATOMIC)
+    else if (type == XP_PKT_FETCH || type == XP_PKT_ATOMIC || type == XP_PKT_SWAP)
         recv_atomic(src_rank, pkt, len);
     else if (type == XP_WIRE_SFETCH)
         recv_sfetch(src_rank, pkt, len);

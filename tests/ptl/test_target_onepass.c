@@ -16,12 +16,15 @@
  *     disabled PT (PT_DISABLED failure), the overflow list;
  *   - a triggered CTInc on the entry's CT (fired after the PT is left);
  *   - atomics (target.c fast_atomic): a fetch-add and a PtlAtomic BXOR in
- *     one pass; MIN, a misaligned element, an element that does not fit or
+ *     one pass; MIN (the general form), a misaligned element, an element that does not fit or
  *     lies past the end, an entry without OP_GET (fetch refused) and
  *     ACK_DISABLE on the full path;
  *   - the atomic path's forms (test_atomic_forms): compact fetches of 4
  *     and 8 bytes, a full-header fetch, a PtlAtomic without an ACK, a
  *     fetch-add while an earlier wildcard ME is in the list;
+ *   - the general form (test_atomic_general): fetch MAX, PtlAtomic MIN
+ *     with a counting ACK, PtlSwap SWAP / CSWAP (equal and not) / MSWAP, a
+ *     double SUM, a signed-byte MIN, a misaligned element (full path);
  *   - on a matching NI: exact MEs found by hash, an earlier wildcard ME
  *     winning over a later exact one, an earlier NO_TRUNCATE ME too short
  *     for the message skipped, USE_ONCE MEs consumed in order, a put that
@@ -468,7 +471,7 @@ static void test_atomics(side_t *s)
                          PTL_UINT32_T) == PTL_OK);
     s->want_n++;
     wait_acks(s);
-    /* MIN: the full path */
+    /* MIN: the general form (xp_atomic_apply) */
     v = 3;
     memcpy(src, &v, 8);
     fetch_op(s, md_g, ct_g, &n_g, 24, 20, PTL_MIN, PTL_UINT64_T, 8, 0);
@@ -630,6 +633,135 @@ static void test_atomic_forms(side_t *s)
     PtlMDRelease(md_g);
     PtlCTFree(ct_g);
     PtlCTFree(cwl);
+    PtlCTFree(c);
+}
+
+/* A PtlSwap on `pt` of the next rank (operand `cmp`, data from src),
+ * reply into `fetched`; waits for it. */
+static void swap_op(side_t *s, ptl_handle_md_t md_g, ptl_handle_ct_t ct_g, ptl_size_t *n_g,
+                    ptl_size_t roff, uint64_t bits, ptl_op_t op, ptl_datatype_t dt,
+                    ptl_size_t len, const void *cmp)
+{
+    ptl_ct_event_t ev;
+    XP_REQUIRE(PtlSwap(md_g, 0, s->md_n, 0, len, s->next, PT, bits, roff, NULL, 0, cmp, op, dt) ==
+               PTL_OK);
+    XP_REQUIRE(PtlCTWait(ct_g, ++*n_g, &ev) == PTL_OK);
+    XP_CHECK_EQ(ev.success, *n_g);
+    XP_CHECK_EQ(ev.failure, 0);
+}
+
+/* The general form of the one-pass atomic path (fast_atomic_general with
+ * xp_atomic_apply): operations other than the native four, PtlSwap's
+ * family, 1-byte and floating-point elements, and a misaligned element
+ * (still the full path). Each is checked for the value fetched and the
+ * value left. */
+static void test_atomic_general(side_t *s)
+{
+    static uint64_t g[8];
+    ptl_handle_ct_t c = new_ct(s), ct_g;
+    ptl_handle_md_t md_g;
+    ptl_md_t md;
+    ptl_size_t n_g = 0, n = 0;
+    uint64_t v, cmp;
+    uint32_t v32;
+    int8_t v8;
+    double d;
+    XP_REQUIRE(PtlCTAlloc(s->ni, &ct_g) == PTL_OK);
+    memset(&md, 0, sizeof(md));
+    md.start = fetched;
+    md.length = sizeof(fetched);
+    md.eq_handle = PTL_EQ_NONE;
+    md.ct_handle = ct_g;
+    md.options = PTL_MD_EVENT_CT_REPLY;
+    XP_REQUIRE(PtlMDBind(s->ni, &md, &md_g) == PTL_OK);
+    ptl_handle_any_t e = post(s, PT, g, sizeof(g), PTL_ME_OP_GET, c, PTL_UID_ANY,
+                              PTL_PRIORITY_LIST, 40, 0);
+    memset(g, 0, sizeof(g));
+    g[0] = 5;
+    v32 = 16;
+    memcpy(&g[1], &v32, 4);
+    g[2] = 100;
+    g[3] = 0xFF00;
+    d = 1.5;
+    memcpy(&g[4], &d, 8);
+    v8 = 50;
+    memcpy((char *)&g[5], &v8, 1);
+    v32 = 1000;
+    memcpy((char *)&g[6] + 2, &v32, 4); /* misaligned */
+    barrier();
+    /* fetch MAX, 8 bytes */
+    v = 9;
+    memcpy(src, &v, 8);
+    fetch_op(s, md_g, ct_g, &n_g, 0, 40, PTL_MAX, PTL_UINT64_T, 8, 0);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 5);
+    /* PtlAtomic MIN, 4 bytes, with a counting ACK */
+    v32 = 7;
+    memcpy(src, &v32, 4);
+    XP_REQUIRE(PtlAtomic(s->md_n, 0, 4, PTL_CT_ACK_REQ, s->next, PT, 40, 8, NULL, 0, PTL_MIN,
+                         PTL_INT32_T) == PTL_OK);
+    s->want_n++;
+    wait_acks(s);
+    /* SWAP, then CSWAP that matches, then one that does not */
+    v = 200;
+    memcpy(src, &v, 8);
+    swap_op(s, md_g, ct_g, &n_g, 16, 40, PTL_SWAP, PTL_UINT64_T, 8, NULL);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 100);
+    cmp = 200;
+    v = 300;
+    memcpy(src, &v, 8);
+    swap_op(s, md_g, ct_g, &n_g, 16, 40, PTL_CSWAP, PTL_UINT64_T, 8, &cmp);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 200);
+    cmp = 1;
+    v = 400;
+    memcpy(src, &v, 8);
+    swap_op(s, md_g, ct_g, &n_g, 16, 40, PTL_CSWAP, PTL_UINT64_T, 8, &cmp);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 300);
+    /* MSWAP: (old & ~mask) | (data & mask) */
+    cmp = 0x0F0F;
+    v = 0xAAAA;
+    memcpy(src, &v, 8);
+    swap_op(s, md_g, ct_g, &n_g, 24, 40, PTL_MSWAP, PTL_UINT64_T, 8, &cmp);
+    memcpy(&v, fetched, 8);
+    XP_CHECK_EQ(v, 0xFF00);
+    /* fetch SUM on a double */
+    d = 2.25;
+    memcpy(src, &d, 8);
+    fetch_op(s, md_g, ct_g, &n_g, 32, 40, PTL_SUM, PTL_DOUBLE, 8, 0);
+    memcpy(&d, fetched, 8);
+    XP_CHECK(d == 1.5);
+    /* fetch MIN on one signed byte */
+    v8 = -3;
+    memcpy(src, &v8, 1);
+    fetch_op(s, md_g, ct_g, &n_g, 40, 40, PTL_MIN, PTL_INT8_T, 1, 0);
+    memcpy(&v8, fetched, 1);
+    XP_CHECK_EQ(v8, 50);
+    /* a misaligned 4-byte MAX: the full path (its lock) */
+    v32 = 2000;
+    memcpy(src, &v32, 4);
+    fetch_op(s, md_g, ct_g, &n_g, 50, 40, PTL_MAX, PTL_UINT32_T, 4, 0);
+    memcpy(&v32, fetched, 4);
+    XP_CHECK_EQ(v32, 1000);
+    expect_ct(c, n += 9);
+    barrier();
+    XP_CHECK_EQ(g[0], 9);
+    memcpy(&v32, &g[1], 4);
+    XP_CHECK_EQ(v32, 7);
+    XP_CHECK_EQ(g[2], 300);
+    XP_CHECK_EQ(g[3], 0xFA0A);
+    memcpy(&d, &g[4], 8);
+    XP_CHECK(d == 3.75);
+    memcpy(&v8, (char *)&g[5], 1);
+    XP_CHECK_EQ(v8, -3);
+    memcpy(&v32, (char *)&g[6] + 2, 4);
+    XP_CHECK_EQ(v32, 2000);
+    unlink_entry(s, e);
+    barrier();
+    PtlMDRelease(md_g);
+    PtlCTFree(ct_g);
     PtlCTFree(c);
 }
 
@@ -810,6 +942,7 @@ int main(void)
         test_triggered(&s);
         test_atomics(&s);
         test_atomic_forms(&s);
+        test_atomic_general(&s);
         test_noack(&s);
         if (matching)
             test_me_order(&s);
