@@ -10,6 +10,7 @@
 #include "ptl/md.h"
 #include "ptl/progress.h"
 #include "ptl/wire.h"
+#include "transport/inplace.h"
 #include "transport/transport.h"
 #include "util/log.h"
 
@@ -653,6 +654,23 @@ put_checked(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t lengt
                     remote_offset, user_ptr, hdr_data);
 }
 
+/* Write a compact put's header (into a reserved ring cell). */
+static inline void sput_write(xp_wire_sput_t *w, uint8_t slot, uint8_t ack_req, uint8_t len,
+                              uint32_t pt_index, uint32_t md_handle, uint32_t uid,
+                              uint64_t match_bits, uint64_t remote_offset, uint64_t hdr_data)
+{
+    w->type = XP_WIRE_SPUT;
+    w->slot = slot;
+    w->ack_req = ack_req;
+    w->len = len;
+    w->pt_index = pt_index;
+    w->md_handle = md_handle;
+    w->uid = uid;
+    w->match_bits = match_bits;
+    w->remote_offset = remote_offset;
+    w->hdr_data = hdr_data;
+}
+
 /* A compact put on PtlPut's stack: what its rare continuations read back
  * after the send (from memory: only md stays in a register across it). */
 typedef struct sput_try {
@@ -731,33 +749,48 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     if (__builtin_expect(!r, 0))
         goto checked;
     int rank = map->rank[target_id.rank];
+    const void *payload = (const char *)((uintptr_t)md->region.start + local_offset);
+    uint8_t slot = md->slot;
+    uint32_t uid = st->uid;
+    if (ack_req != PTL_NO_ACK_REQ)
+        xp_md_expect(md);
+    /* Written in place in the peer's ring when the route lets this thread
+     * (no header on the stack, no copy of it, no send call). */
+    xp_tl_cell_t cell;
+    xp_wire_sput_t *cw = xp_tl_route_reserve(r, sizeof(*cw) + length, &cell);
+    if (__builtin_expect(cw != NULL, 1)) {
+        sput_write(cw, slot, (uint8_t)ack_req, (uint8_t)length, pt_index, md_handle, uid,
+                   match_bits, remote_offset, hdr_data);
+        xp_tl_copy_small(cw + 1, payload, length);
+        xp_tl_route_commit(r, &cell);
+        goto sent;
+    }
     /* On PtlPut's stack: the header's address escapes into the transport,
      * so the rare continuations after the send read it back from memory and
      * only md stays in a saved register across the call. */
     sput_try_t t = {
         .w = {
             .type = XP_WIRE_SPUT,
-            .slot = md->slot,
+            .slot = slot,
             .ack_req = (uint8_t)ack_req,
             .len = (uint8_t)length,
             .pt_index = pt_index,
-            .md_handle = md_handle, /* == md->handle: the look-up compared them */
-            .uid = st->uid,
+            .md_handle = md_handle,
+            .uid = uid,
             .match_bits = match_bits,
             .remote_offset = remote_offset,
             .hdr_data = hdr_data,
         },
-        .payload = (const char *)((uintptr_t)md->region.start + local_offset),
+        .payload = payload,
         .rank = rank,
     };
-    if (ack_req != PTL_NO_ACK_REQ)
-        xp_md_expect(md);
     xp_status_t rc = xp_tl_route_send(r, rank, &t.w, sizeof(t.w), t.payload, length);
     if (__builtin_expect(rc != XP_OK, 0))
         return put_retry(md, &t, rc);
+sent:
     /* Sent: the payload was copied, the buffer is free again. */
     if (__builtin_expect(md->ct_send != NULL, 0))
-        return put_count_send(md, t.w.len);
+        return put_count_send(md, length);
     return PTL_OK;
 checked:
     return put_checked(md_handle, local_offset, length, ack_req, target_id, pt_index, match_bits,

@@ -216,7 +216,8 @@ static void attach_pair(shm_tl_t *s, shm_peer_t *p, const shm_addr_t *addr)
     }
     p->pair_map = m;
     p->pair_len = len;
-    p->lane_req = req;
+    p->ip.ring = req;
+    p->ip.mask = req->ncells - 1;
     p->lane_ans = ans;
     p->lane_hdr = m;
     p->lane_index = idx * PAIR_LANES;
@@ -236,10 +237,10 @@ static void attach_peer(shm_tl_t *s, int rank)
     if (xp_shm_seg_attach(addr.name, &p->seg) != XP_OK)
         return;
     p->ring = &p->seg.hdr->ring;
-    p->db = &p->seg.hdr->doorbell;
+    p->ip.db = &p->seg.hdr->doorbell;
     p->pid = addr.pid;
     p->caps = XP_TL_CAP_SAME_NODE;
-    p->fence = !(s->asym && (p->seg.hdr->flags & XP_SHM_SEG_ASYM_FENCE));
+    p->ip.fence = !(s->asym && (p->seg.hdr->flags & XP_SHM_SEG_ASYM_FENCE));
     /* Probe single-copy access: read the peer's segment header where it mapped it. */
     uint64_t magic = 0;
     struct iovec l = {&magic, sizeof magic}, r = {(void *)(uintptr_t)addr.hdr_addr, sizeof magic};
@@ -334,6 +335,8 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
         return XP_ERR_NO_MEMORY;
     }
     memset(s->peers, 0, sizeof(shm_peer_t) * (size_t)s->size);
+    for (int r = 0; r < s->size; r++)
+        s->peers[r].ip.src = s->rank;
     /* Let peers read/write our memory with process_vm_* under Yama (no-op elsewhere). */
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     char name[XP_SHM_NAME_MAX];
@@ -358,9 +361,9 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     s->split_chunk = xp_config()->shm_split_chunk;
     shm_peer_t *me = &s->peers[s->rank];
     me->ring = s->inbox;
-    me->db = &s->own.hdr->doorbell;
+    me->ip.db = &s->own.hdr->doorbell;
     me->pid = getpid();
-    me->fence = !s->asym;
+    me->ip.fence = !s->asym;
     me->caps = XP_TL_CAP_SAME_NODE | XP_TL_CAP_RMA;
     me->heap_remote = (uintptr_t)s->heap.base;
     *tl_out = (xp_tl_t *)s;
@@ -383,7 +386,7 @@ int xp_shm_peer_gone(shm_peer_t *p)
     xp_store_relaxed(&p->checked_ns, now);
     if (xp_pid_alive(p->pid))
         return 0;
-    xp_store_relaxed(&p->dead, 1);
+    xp_store_relaxed(&p->ip.dead, 1);
     return 1;
 }
 
@@ -400,7 +403,7 @@ static void activate(shm_peer_t *p, int lane)
 static xp_status_t pushed(shm_peer_t *p, xp_status_t st)
 {
     if (st == XP_OK) {
-        xp_shm_doorbell_ring_fenced(p->db, p->fence);
+        xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
         return XP_OK;
     }
     if (st == XP_ERR_AGAIN && xp_shm_peer_gone(p))
@@ -422,18 +425,18 @@ static inline int delivered(xp_shm_ring_t *r, uint64_t end)
 static xp_status_t send_owner(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_t hdr_len,
                               const void *data, size_t data_len)
 {
-    uint64_t other = xp_load_acquire(&p->other_end);
-    if (other != p->owner_seen) {
+    uint64_t other = xp_load_acquire(&p->ip.other_end);
+    if (other != p->ip.owner_seen) {
         if (!delivered(p->ring, other))
             return pushed(p, XP_ERR_AGAIN);
-        p->owner_seen = other;
+        p->ip.owner_seen = other;
     }
     if (__builtin_expect(!p->req_on, 0)) {
         activate(p, 0);
         p->req_on = 1;
-        xp_store_relaxed(&p->fast_owner, xp_thread_id());
+        xp_store_relaxed(&p->ip.owner, xp_thread_id());
     }
-    return pushed(p, xp_shm_ring_push_single(p->lane_req, &p->req_cached_head, s->rank, hdr,
+    return pushed(p, xp_shm_ring_push_single(p->ip.ring, &p->ip.cached_head, s->rank, hdr,
                                              hdr_len, data, data_len));
 }
 
@@ -451,14 +454,14 @@ static xp_status_t send_other(shm_tl_t *s, shm_peer_t *p, const void *hdr, size_
                               const void *data, size_t data_len)
 {
     uint64_t end, cur;
-    if (!delivered(p->lane_req, xp_load_acquire(&p->lane_req->tail)) ||
+    if (!delivered(p->ip.ring, xp_load_acquire(&p->ip.ring->tail)) ||
         !delivered(p->lane_ans, xp_load_acquire(&p->lane_ans->tail)))
         return pushed(p, XP_ERR_AGAIN);
     xp_status_t st = xp_shm_ring_push_end(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data,
                                           data_len, &end);
     if (st == XP_OK) {
-        cur = xp_load_relaxed(&p->other_end);
-        while ((int64_t)(end - cur) > 0 && !xp_cas(&p->other_end, &cur, end))
+        cur = xp_load_relaxed(&p->ip.other_end);
+        while ((int64_t)(end - cur) > 0 && !xp_cas(&p->ip.other_end, &cur, end))
             ;
     }
     return pushed(p, st);
@@ -469,9 +472,9 @@ static __attribute__((noinline)) xp_status_t send_general(shm_tl_t *s, shm_peer_
                                                           const void *hdr, size_t hdr_len,
                                                           const void *data, size_t data_len)
 {
-    if (xp_load_relaxed(&p->dead))
+    if (xp_load_relaxed(&p->ip.dead))
         return XP_ERR_PEER_DEAD;
-    if (p->lane_req)
+    if (p->ip.ring)
         return is_owner(p) ? send_owner(s, p, hdr, hdr_len, data, data_len)
                            : send_other(s, p, hdr, hdr_len, data, data_len);
     return pushed(p, xp_shm_ring_push(p->ring, &p->cached_head, s->rank, hdr, hdr_len, data,
@@ -489,13 +492,13 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
      * limit too. The common case is send_owner's with the lane announced
      * and nothing of other threads' waiting in the inbox, in one compare
      * of the owner and a load of other_end; the rest goes out of line. */
-    if (__builtin_expect(xp_load_relaxed(&p->fast_owner) == xp_thread_id() &&
-                             !xp_load_relaxed(&p->dead) &&
-                             xp_load_acquire(&p->other_end) == p->owner_seen &&
-                             xp_shm_ring_try_push_single(p->lane_req, &p->req_cached_head,
+    if (__builtin_expect(xp_load_relaxed(&p->ip.owner) == xp_thread_id() &&
+                             !xp_load_relaxed(&p->ip.dead) &&
+                             xp_load_acquire(&p->ip.other_end) == p->ip.owner_seen &&
+                             xp_shm_ring_try_push_single(p->ip.ring, &p->ip.cached_head,
                                                          s->rank, hdr, hdr_len, data, data_len),
                          1)) {
-        xp_shm_doorbell_ring_fenced(p->db, p->fence);
+        xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
         return XP_OK;
     }
     /* (A full or wrapping lane too: send_general pushes again, slowly.) */
@@ -514,7 +517,7 @@ static __attribute__((noinline)) xp_status_t send_excl_general(xp_tl_t *tl, int 
     shm_peer_t *p = &s->peers[rank];
     if (!p->lane_ans)
         return shm_send(tl, rank, hdr, hdr_len, data, data_len);
-    if (xp_load_relaxed(&p->dead))
+    if (xp_load_relaxed(&p->ip.dead))
         return XP_ERR_PEER_DEAD;
     if (!p->ans_on) {
         activate(p, 1);
@@ -531,11 +534,11 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
     shm_peer_t *p = &s->peers[rank];
     /* No size check: as for shm_send, the route's was made. The common
      * case: the answer lane is announced already. */
-    if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->dead) &&
+    if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->ip.dead) &&
                              xp_shm_ring_try_push_single(p->lane_ans, &p->ans_cached_head,
                                                          s->rank, hdr, hdr_len, data, data_len),
                          1)) {
-        xp_shm_doorbell_ring_fenced(p->db, p->fence);
+        xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
         return XP_OK;
     }
     return send_excl_general(tl, rank, hdr, hdr_len, data, data_len);
@@ -672,6 +675,14 @@ static uint32_t shm_peer_caps(xp_tl_t *tl, int rank)
     return ((shm_tl_t *)tl)->peers[rank].caps;
 }
 
+/* The request lane's state: its owner thread fills it in place once
+ * shm_send has announced it (ip.owner); before that, and for every other
+ * thread, the in-place reserve says no and shm_send takes the packet. */
+static xp_tl_inplace_t *shm_inplace(xp_tl_t *tl, int rank)
+{
+    return &((shm_tl_t *)tl)->peers[rank].ip;
+}
+
 xp_shmheap_t *xp_shm_heap(void)
 {
     shm_tl_t *s = (shm_tl_t *)xp_tl_instance(&xp_tl_shm_ops);
@@ -696,4 +707,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .peer_caps = shm_peer_caps,
     .before_sleep = shm_before_sleep,
     .send_excl = shm_send_excl,
+    .inplace = shm_inplace,
 };

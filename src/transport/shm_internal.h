@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "transport/inplace.h"
 #include "transport/shm_ring.h"
 #include "transport/shm_seg.h"
 #include "transport/shmheap.h"
@@ -20,37 +21,33 @@
 typedef struct shm_peer {
     uint64_t cached_head;  /* senders' view of the peer ring's head */
     xp_shm_ring_t *ring;   /* NULL: not reachable */
-    xp_doorbell_t *db;
     xp_shm_seg_t seg;      /* our mapping (unused for our own rank) */
     xp_shmheap_t heap;     /* our mapping of its shared heap (base NULL: none) */
     uint64_t heap_remote;  /* where the owner mapped that heap */
     uint64_t checked_ns;   /* last liveness check */
     pid_t pid;
-    int dead;
-    int fence;             /* ringing its doorbell needs a store-load fence */
     uint32_t caps;
     /* Our lanes into its pair object (NULL: none; then sends use its inbox).
-     * lane_req carries the requests of one thread of ours (req_owner, the
+     * lane_req (ip.ring) carries the requests of one thread of ours (req_owner, the
      * first that sends one) with no locked instruction; lane_ans our answers
      * (send_excl: its callers are serialised by the engine's poll lock); the
      * requests of other threads go to its inbox. Causal order: the peer
      * handles what lane_ans holds before each lane_req packet (shm_poll);
      * inbox and lane_req wait until the peer has handled the other's earlier
      * packets (send_owner, send_other). */
-    xp_shm_ring_t *lane_req, *lane_ans;
-    uint64_t req_cached_head, ans_cached_head;
+    xp_shm_ring_t *lane_ans;
+    uint64_t ans_cached_head;
     uintptr_t req_owner;   /* xp_thread_id() of lane_req's producer; 0: none yet */
-    uintptr_t fast_owner;  /* req_owner once it has announced lane_req (req_on), else
-                            * 0: the one compare of shm_send's common case */
-    uint64_t owner_seen;   /* owner only: other_end value known delivered */
     void *lane_hdr;        /* its pair object's pair_hdr_t */
     int lane_index;        /* our first lane's index in it */
     uint8_t req_on, ans_on; /* we have announced lane_req / lane_ans */
     void *pair_map;        /* our mapping of its pair object */
     size_t pair_len;
-    /* Written by non-owner threads only: end position in its inbox of the
-     * last request they put there. */
-    uint64_t other_end XP_CACHE_ALIGNED;
+    /* lane_req (ip.ring), its owner's state once announced (ip.owner: the
+     * one compare of the common send), the doorbell, and other_end on its
+     * own line: what shm_send's common case and the in-place sends read
+     * (transport/inplace.h). */
+    xp_tl_inplace_t ip;
 } XP_CACHE_ALIGNED shm_peer_t;
 
 /* A lane we poll; for a request lane, gate is the same sender's answer lane

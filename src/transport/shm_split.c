@@ -212,7 +212,7 @@ static int split_copy(shm_tl_t *s, int rank, int do_write, size_t len, const str
     xp_store_release(&sp->claim, (uint64_t)gen << 32);
     if (xp_shm_ring_push(p->ring, &p->cached_head, -2 - s->rank, &r, sizeof r, seg,
                          sizeof(split_seg_t) * (size_t)(nlocal + nremote)) == XP_OK)
-        xp_shm_doorbell_ring_fenced(p->db, p->fence);
+        xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
     xp_status_t st = XP_OK;
     uint32_t theirs =
         r.nchunks - split_take(s, p, &r, do_write, local, nlocal, remote, nremote, &st);
@@ -259,13 +259,13 @@ xp_status_t xp_shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *
                         : xp_iov_copy(local, nlocal, remote, nremote);
     if (!(p->caps & XP_TL_CAP_RMA))
         return XP_ERR_UNSUPPORTED;
-    if (xp_load_relaxed(&p->dead))
+    if (xp_load_relaxed(&p->ip.dead))
         return XP_ERR_PEER_DEAD;
     xp_status_t st;
     size_t n = split_fits(s, local, nlocal, remote, nremote);
     if (!n || split_copy(s, rank, do_write, n, local, nlocal, remote, nremote, &st) != 0)
         st = xp_cma_copy(p->pid, do_write, local, nlocal, remote, nremote);
     if (st == XP_ERR_PEER_DEAD)
-        xp_store_relaxed(&p->dead, 1);
+        xp_store_relaxed(&p->ip.dead, 1);
     return st;
 }

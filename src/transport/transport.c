@@ -144,6 +144,7 @@ static void build_routes(struct xp_tl_state *st)
                 .max_packet = ops->max_packet,
                 .caps = OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps,
                 .ops = ops,
+                .inplace = OPS_HAS(ops, inplace) ? ops->inplace(tl, r) : NULL,
             };
             break;
         }

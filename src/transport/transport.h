@@ -29,6 +29,8 @@ enum {
 };
 
 typedef struct xp_tl xp_tl_t;
+/* A peer's in-place send lane (transport/inplace.h). */
+typedef struct xp_tl_inplace xp_tl_inplace_t;
 
 /* A cheap identifier of the calling thread, unique among live threads (the
  * thread pointer: one register read, where pthread_self() is a call). A
@@ -102,6 +104,10 @@ typedef struct xp_tl_ops {
      * the transport may skip its own consumer trylock, a locked instruction
      * per poll. NULL: poll() is used. */
     int (*poll_excl)(xp_tl_t *tl, int budget);
+    /* The in-place send state towards `rank` (transport/inplace.h: packets
+     * written straight into a single-producer ring by its one producer
+     * thread, ordered with send()'s), or NULL: none. Asked once per route. */
+    xp_tl_inplace_t *(*inplace)(xp_tl_t *tl, int rank);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -118,6 +124,7 @@ typedef struct xp_tl_route {
     size_t max_packet;       /* largest hdr_len + data_len */
     uint32_t caps;           /* XP_TL_CAP_* towards this peer */
     const xp_tl_ops_t *ops;
+    xp_tl_inplace_t *inplace; /* ops->inplace's, NULL: none (transport/inplace.h) */
 } xp_tl_route_t;
 
 /* The head of the manager's state (xp_ctx.tl points to a struct that starts

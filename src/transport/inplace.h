@@ -1,0 +1,121 @@
+/*
+ * transport/inplace.h - in-place sends: the caller writes a packet's header
+ * and payload straight into a route's ring cells instead of building the
+ * header on its stack for send() to copy.
+ *
+ * A transport offers it per peer through xp_tl_ops_t::inplace (the shm
+ * transport: the pair request lane of one thread of ours, a single-producer
+ * ring). xp_tl_route_reserve either claims room for one packet (the header
+ * space is returned; the payload is copied in already) or returns NULL, and
+ * then nothing was written and the caller sends the ordinary way
+ * (xp_tl_route_send), which handles every other case: a thread other than
+ * the lane's owner, a lane not announced yet, other threads' requests still
+ * in flight, a full or wrapping lane, a dead peer. A successful reserve MUST
+ * be followed by xp_tl_route_commit on the same thread, with no other send
+ * in between: the commit publishes the packet (release) and rings the peer.
+ */
+#ifndef XP_TRANSPORT_INPLACE_H
+#define XP_TRANSPORT_INPLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "transport/shm_ring.h"
+#include "transport/shm_seg.h"
+#include "transport/transport.h"
+#include "util/atomic.h"
+#include "util/tsan.h"
+
+/* The state a peer's in-place sends read and write (the shm transport's
+ * per-peer sender state holds it; its send functions use the same fields,
+ * so that both paths keep the one-producer rule of the lane). */
+struct xp_tl_inplace {
+    uintptr_t owner;       /* xp_thread_id() of the lane's one producer once it
+                            * has announced the lane; 0: nobody fills it in place */
+    xp_shm_ring_t *ring;   /* the lane (NULL: none) */
+    uint64_t mask;         /* its ncells - 1 */
+    uint64_t cached_head;  /* the owner's view of ring->head */
+    uint64_t owner_seen;   /* owner only: other_end value known delivered */
+    xp_doorbell_t *db;     /* the peer's doorbell */
+    int fence;             /* ringing it needs a store-load fence */
+    int dead;              /* the peer is gone */
+    int src;               /* our rank: the packets' sender */
+    /* Written by the other threads of ours: end position in the peer's
+     * inbox of the last request they put there (their line alone). */
+    uint64_t other_end XP_CACHE_ALIGNED;
+};
+
+/* A reserved packet, between reserve and commit. */
+typedef struct xp_tl_cell {
+    xp_shm_cell_t *cell;
+    uint64_t pos;
+} xp_tl_cell_t;
+
+/* Claim room on route r for one packet of len bytes; returns where its
+ * bytes go (8-byte aligned, len bytes contiguous) or NULL (nothing was
+ * claimed: send the ordinary way). The caller has checked len against
+ * r->max_packet (a route's in-place ring holds max_packet in half its
+ * cells: shm's pair lanes do), writes the packet, then commits it. */
+static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_tl_cell_t *out)
+{
+    xp_tl_inplace_t *ip = r->inplace;
+    if (!ip || xp_load_relaxed(&ip->owner) != xp_thread_id() || xp_load_relaxed(&ip->dead) ||
+        xp_load_acquire(&ip->other_end) != ip->owner_seen)
+        return NULL;
+    xp_shm_ring_t *ring = ip->ring;
+    uint64_t need = (XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL;
+    uint64_t t = xp_load_relaxed(&ring->tail), end = t + need, mask = ip->mask;
+    /* The common case of xp_shm_ring_try_push_single: no wrap (the first
+     * and last cells in one lap: need <= ncells), room by the cached head
+     * (never ahead of the tail). */
+    if (__builtin_expect(((end - 1) ^ t) > mask || end - ip->cached_head > mask + 1, 0))
+        return NULL;
+    xp_shm_cell_t *c = &ring->cells[t & mask];
+    xp_tsan_message_out();
+    xp_store_release(&ring->tail, end);
+    c->len = (uint32_t)len;
+    c->src = ip->src;
+    out->cell = c;
+    out->pos = t;
+    return c->payload;
+}
+
+/* Copy n bytes into a reserved packet without a library call up to 64
+ * bytes: two overlapping fixed-size copies, tested from the small sizes up
+ * (an in-place packet is a small one: an 8-byte payload takes two tests). */
+static inline void xp_tl_copy_small(void *dst, const void *src, size_t n)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    if (__builtin_expect(n < 8, 0)) {
+        if (n >= 4) {
+            __builtin_memcpy(d, s, 4);
+            __builtin_memcpy(d + n - 4, s + n - 4, 4);
+        } else {
+            for (size_t i = 0; i < n; i++)
+                d[i] = s[i];
+        }
+    } else if (n <= 16) {
+        __builtin_memcpy(d, s, 8);
+        __builtin_memcpy(d + n - 8, s + n - 8, 8);
+    } else if (n <= 32) {
+        __builtin_memcpy(d, s, 16);
+        __builtin_memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n <= 64) {
+        __builtin_memcpy(d, s, 32);
+        __builtin_memcpy(d + n - 32, s + n - 32, 32);
+    } else {
+        memcpy(d, s, n);
+    }
+}
+
+/* Publish the packet reserved on r (written in full) and ring the peer. */
+static inline void xp_tl_route_commit(const xp_tl_route_t *r, const xp_tl_cell_t *c)
+{
+    const xp_tl_inplace_t *ip = r->inplace;
+    xp_store_release(&c->cell->seq, c->pos);
+    xp_shm_doorbell_ring_fenced(ip->db, ip->fence);
+}
+
+#endif
