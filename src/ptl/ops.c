@@ -1042,6 +1042,25 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
     if (__builtin_expect(!get_md->eq && !hdr_data && local_get_offset <= UINT32_MAX, 1)) {
         user_ptr = NULL;
         compact = 1;
+        /* In place in the peer's ring when the route lets this thread. */
+        xp_tl_cell_t cell;
+        xp_wire_sfetch_t *cw = xp_tl_route_reserve(r, sizeof(*cw) + length, &cell);
+        if (__builtin_expect(cw != NULL, 1)) {
+            cw->type = XP_WIRE_SFETCH;
+            cw->slot = get_md->slot;
+            cw->atomic_op = (uint8_t)operation;
+            cw->atomic_type = (uint8_t)datatype;
+            cw->pt_index = pt_index;
+            cw->md_handle = get_md_handle; /* == get_md->handle: the look-up compared them */
+            cw->uid = st->uid;
+            cw->match_bits = match_bits;
+            cw->remote_offset = remote_offset;
+            cw->local_offset = (uint32_t)local_get_offset;
+            cw->len = (uint8_t)length; /* (pad: never read) */
+            xp_tl_copy_small(cw + 1, payload, length);
+            xp_tl_route_commit(r, &cell);
+            goto sent;
+        }
         xp_wire_sfetch_t w = {
             .type = XP_WIRE_SFETCH,
             .slot = get_md->slot,
