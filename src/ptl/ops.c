@@ -413,6 +413,23 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
 }
 
 
+/* Count a successful REPLY on ct: inline when the caller is the thread
+ * handling packets in xp_ptl_progress (as the target's one-pass paths
+ * count), else xp_ct_add. */
+static inline void reply_count(xp_ct_t *ct, uint64_t success)
+{
+    const xp_ptl_state_t *st = xp_ptl_state_peek();
+    if (__builtin_expect(__atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) == xp_thread_id(), 1)) {
+        if (__builtin_expect(
+                xp_ct_count_polled(ct, success, __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED)),
+                0) &&
+            xp_ct_add_polled_rest(ct))
+            xp_ct_fire(ct);
+        return;
+    }
+    xp_ct_add(ct, success, 0);
+}
+
 /* The general answer path for a compact REPLY (malformed ones dropped). */
 static void __attribute__((noinline)) sreply_general(int src_rank, const void *pkt, size_t len)
 {
@@ -444,8 +461,11 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
         goto general;
     if (n)
         reply_copy((char *)((uintptr_t)md->region.start + off), p + sizeof(xp_wire_sreply_t), n);
-    md_count(md, PTL_MD_EVENT_CT_REPLY, 1, n);
-    xp_ptl_notify();
+    /* No xp_ptl_notify (a locked fence): with no EQ, what this answer
+     * changes that anybody may wait for is the CT, and a CT count wakes its
+     * waiters itself (wake_at). */
+    if (md->ct && (md->options & PTL_MD_EVENT_CT_REPLY))
+        reply_count(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? n : 1);
     xp_md_answered(md, 1);
     return;
 general:
