@@ -10,7 +10,10 @@
  * then nothing was written and the caller sends the ordinary way
  * (xp_tl_route_send), which handles every other case: a thread other than
  * the lane's owner, a lane not announced yet, other threads' requests still
- * in flight, a full or wrapping lane, a dead peer. A successful reserve MUST
+ * in flight, a full or wrapping lane, a dead peer. (The reserve judges room
+ * by the sender's cached view of the consumer's head; only the ordinary
+ * send looks at the head again, so after NULL for a full lane, send the
+ * ordinary way rather than reserving again.) A successful reserve MUST
  * be followed by xp_tl_route_commit on the same thread, with no other send
  * in between: the commit publishes the packet (release) and rings the peer.
  */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "transport/inplace.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "xp_test.h"
@@ -42,6 +43,9 @@ int main(int argc, char **argv)
     XP_CHECK_EQ(st, XP_ERR_PEER_DEAD);
     XP_CHECK(sent > 0);
     XP_CHECK_EQ(xp_tl_send(1, buf, 8, NULL, 0), XP_ERR_PEER_DEAD);
+    /* No in-place send to a dead peer either (the ordinary send says why). */
+    xp_tl_cell_t cell;
+    XP_CHECK(xp_tl_route_reserve(xp_tl_route(1), 8, &cell) == NULL);
     struct iovec l = {buf, 8}, r = {(void *)(uintptr_t)addr, 8};
     XP_CHECK_EQ(xp_tl_readv(1, &l, 1, &r, 1), XP_ERR_PEER_DEAD);
     /* Sending to myself still works. */
