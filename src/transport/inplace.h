@@ -35,7 +35,8 @@
  * so that both paths keep the one-producer rule of the lane). */
 struct xp_tl_inplace {
     uintptr_t owner;       /* xp_thread_id() of the lane's one producer once it
-                            * has announced the lane; 0: nobody fills it in place */
+                            * has announced the lane; 0: nobody fills it in place
+                            * (none yet, or the peer is dead) */
     xp_shm_ring_t *ring;   /* the lane (NULL: none) */
     uint64_t mask;         /* its ncells - 1 */
     uint64_t cached_head;  /* the owner's view of ring->head */
@@ -63,7 +64,8 @@ typedef struct xp_tl_cell {
 static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_tl_cell_t *out)
 {
     xp_tl_inplace_t *ip = r->inplace;
-    if (!ip || xp_load_relaxed(&ip->owner) != xp_thread_id() || xp_load_relaxed(&ip->dead) ||
+    /* (A dead peer's lane has no owner.) */
+    if (!ip || xp_load_relaxed(&ip->owner) != xp_thread_id() ||
         xp_load_acquire(&ip->other_end) != ip->owner_seen)
         return NULL;
     xp_shm_ring_t *ring = ip->ring;

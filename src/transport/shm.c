@@ -386,7 +386,7 @@ int xp_shm_peer_gone(shm_peer_t *p)
     xp_store_relaxed(&p->checked_ns, now);
     if (xp_pid_alive(p->pid))
         return 0;
-    xp_store_relaxed(&p->ip.dead, 1);
+    xp_shm_peer_mark_dead(p);
     return 1;
 }
 
@@ -492,8 +492,7 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
      * limit too. The common case is send_owner's with the lane announced
      * and nothing of other threads' waiting in the inbox, in one compare
      * of the owner and a load of other_end; the rest goes out of line. */
-    if (__builtin_expect(xp_load_relaxed(&p->ip.owner) == xp_thread_id() &&
-                             !xp_load_relaxed(&p->ip.dead) &&
+    if (__builtin_expect(xp_load_relaxed(&p->ip.owner) == xp_thread_id() && /* not dead */
                              xp_load_acquire(&p->ip.other_end) == p->ip.owner_seen &&
                              xp_shm_ring_try_push_single(p->ip.ring, &p->ip.cached_head,
                                                          s->rank, hdr, hdr_len, data, data_len),

@@ -84,6 +84,15 @@ typedef struct shm_tl {
     uint8_t *rx_listed;    /* per lane: already in rx (poller only) */
 } shm_tl_t;
 
+/* Peer p is gone: sends to it fail from now on. Its in-place sends stop
+ * too (ip.owner 0: the reserve's one owner compare covers death, and the
+ * ordinary send then says XP_ERR_PEER_DEAD). */
+static inline void xp_shm_peer_mark_dead(shm_peer_t *p)
+{
+    xp_store_relaxed(&p->ip.dead, 1);
+    xp_store_relaxed(&p->ip.owner, 0);
+}
+
 /* Whether peer p has died (it is then marked dead); looks at most once per
  * millisecond per peer, since callers retry in a loop (shm.c). */
 int xp_shm_peer_gone(shm_peer_t *p);

@@ -98,11 +98,11 @@ xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *s
  * only then) and every sleeper on the doorbell going through xp_tl_wait. */
 static inline void xp_shm_doorbell_ring_fenced(xp_doorbell_t *db, int need_fence)
 {
-    if (need_fence)
+    if (__builtin_expect(need_fence, 0)) /* XP_SHM_ASYM_FENCE=0, or no membarrier */
         xp_fence();
     else
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (xp_load_relaxed(&db->sleepers))
+    if (__builtin_expect(xp_load_relaxed(&db->sleepers) != 0, 0))
         xp_doorbell_ring(db);
 }
 

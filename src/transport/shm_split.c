@@ -266,6 +266,6 @@ xp_status_t xp_shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *
     if (!n || split_copy(s, rank, do_write, n, local, nlocal, remote, nremote, &st) != 0)
         st = xp_cma_copy(p->pid, do_write, local, nlocal, remote, nremote);
     if (st == XP_ERR_PEER_DEAD)
-        xp_store_relaxed(&p->ip.dead, 1);
+        xp_shm_peer_mark_dead(p);
     return st;
 }
