@@ -449,6 +449,8 @@ static int entry_create(xp_ni_t *ni, ptl_pt_index_t pt_index, const ptl_le_t *le
     }
     le->fast = entry_fast_flags(le);
     xp_match_spec_t spec = entry_spec(ni, me);
+    /* (user = the entry's own LE: target.c's fast_match derives the LE
+     * from the match entry's address) */
     xp_match_entry_init(&le->m, &spec, le);
     *le_out = le;
     return PTL_OK;
