@@ -85,12 +85,13 @@ int xp_ptl_poll_deferred(xp_ptl_state_t *st, int n);
  * locked instruction. */
 static inline int xp_ptl_poll_inline(xp_ptl_state_t *st)
 {
-    if (!xp_tl_pending() && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
+    int hint = xp_tl_pending();
+    if (!hint && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE))
         return -1;
     if (!xp_poll_trylock(st))
         return 0;
     __atomic_store_n(&st->poll_owner, xp_thread_id(), __ATOMIC_RELAXED);
-    int n = xp_tl_progress_excl();
+    int n = xp_tl_progress_hint(hint);
     if (__builtin_expect(__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) != 0, 0))
         return xp_ptl_poll_deferred(st, n); /* flushes, unlocks */
     __atomic_store_n(&st->poll_owner, 0, __ATOMIC_RELAXED);

@@ -549,14 +549,29 @@ static inline int lanes_added(const shm_tl_t *s)
     return s->pair_gen && xp_load_relaxed(s->pair_gen) != xp_load_relaxed(&s->rx_gen);
 }
 
+/* shm_pending's hints (for shm_poll_hint): lane i of rx, or everything
+ * (the inbox, lanes to add). */
+#define HINT_ALL 1
+#define HINT_LANE 2
+
+/* Looks at the lanes from rx_next on, then the inbox, then the lanes
+ * before rx_next: shm_poll_hint, which delivers from one lane only, moves
+ * rx_next past the lane it served, so that a lane that never runs dry does
+ * not hide the others. */
 static int shm_pending(xp_tl_t *tl)
 {
     shm_tl_t *s = (shm_tl_t *)tl;
     const rx_lane_t *rx = s->rx;
-    for (int i = 0, n = xp_load_acquire(&s->nrx); i < n; i++)
+    int n = xp_load_acquire(&s->nrx), start = xp_load_relaxed(&s->rx_next), i;
+    for (i = start; i < n; i++)
         if (xp_shm_ring_pending(rx[i].ring))
-            return 1;
-    return xp_shm_ring_pending(s->inbox) || lanes_added(s);
+            return HINT_LANE + i;
+    if (xp_shm_ring_pending(s->inbox) || lanes_added(s))
+        return HINT_ALL;
+    for (i = 0; i < start && i < n; i++)
+        if (xp_shm_ring_pending(rx[i].ring))
+            return HINT_LANE + i;
+    return 0;
 }
 
 /* Packets from peers go to the engine; negative sources are our own
@@ -637,6 +652,20 @@ static int shm_poll(xp_tl_t *tl, int budget)
     return n;
 }
 
+/* shm_poll_excl given shm_pending's hint: only the lane where it saw a
+ * packet (a waiter's packet reaches the handler without a look at every
+ * other ring, before or after it); the next look starts after it. */
+static int shm_poll_hint(xp_tl_t *tl, int budget, int hint)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    int i = hint - HINT_LANE;
+    if (i < 0 || i >= s->nrx)
+        return poll_all(s, budget);
+    if (s->rx_next != i + 1)
+        xp_store_relaxed(&s->rx_next, i + 1);
+    return poll_lane(s, s->rx[i].ring, s->rx[i].gate, budget);
+}
+
 /* The engine's poll (its poll lock held, no other consumer): no trylock.
  * `polling` stays 0, so a stray xp_tl_progress at the same time would not
  * be kept out: the engine is the only caller of either in the library. */
@@ -707,4 +736,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .before_sleep = shm_before_sleep,
     .send_excl = shm_send_excl,
     .inplace = shm_inplace,
+    .poll_hint = shm_poll_hint,
 };

@@ -79,6 +79,7 @@ typedef struct shm_tl {
     char pair_name[XP_SHM_NAME_MAX];
     rx_lane_t *rx;         /* the active lanes (nrx), then room for more */
     int nrx;
+    int rx_next;           /* where shm_pending starts (poller writes) */
     uint64_t rx_gen;       /* pair_hdr_t gen that rx reflects */
     uint64_t *pair_gen;    /* &our pair_hdr_t gen; NULL without lanes */
     uint8_t *rx_listed;    /* per lane: already in rx (poller only) */

@@ -160,6 +160,7 @@ static void build_routes(struct xp_tl_state *st)
             continue;
         }
         pl->pending[pl->npending] = ops->pending;
+        pl->poll_hint[pl->npending] = OPS_HAS(ops, poll_hint) ? ops->poll_hint : NULL;
         pl->pending_tl[pl->npending++] = st->open[i].tl;
     }
     /* The process doorbell must be one that peers can ring. */

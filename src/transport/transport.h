@@ -80,7 +80,9 @@ typedef struct xp_tl_ops {
     xp_status_t (*writev)(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
                           const struct iovec *remote, int nremote);
     /* ---- Optional (may be NULL; tables with a smaller `size` lack them). ---- */
-    /* Nonzero if poll() would deliver a packet now (cheap; any thread). */
+    /* Nonzero if poll() would deliver a packet now (cheap; any thread).
+     * With poll_hint: a positive hint of where it saw one (an int below
+     * 2^24), for poll_hint. */
     int (*pending)(xp_tl_t *tl);
     /* A doorbell living in memory that peers can ring (shared segment): the
      * first open transport that has one provides the process doorbell. */
@@ -108,6 +110,11 @@ typedef struct xp_tl_ops {
      * written straight into a single-producer ring by its one producer
      * thread, ordered with send()'s), or NULL: none. Asked once per route. */
     xp_tl_inplace_t *(*inplace)(xp_tl_t *tl, int rank);
+    /* Like poll_excl, given what pending() returned (its hint): the
+     * transport may deliver only from where pending() saw a packet (what
+     * else is pending is found by the next pending()), as long as pending()
+     * looks in an order that lets no source starve. NULL: poll_excl. */
+    int (*poll_hint)(xp_tl_t *tl, int budget, int hint);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -146,6 +153,8 @@ typedef struct xp_tl_polls {
     int always_pending;  /* one has none: it may always have work */
     int (*pending[XP_TL_MAX_OPEN])(xp_tl_t *tl);
     xp_tl_t *pending_tl[XP_TL_MAX_OPEN];
+    /* pending_tl[i]'s ops->poll_hint, or NULL */
+    int (*poll_hint[XP_TL_MAX_OPEN])(xp_tl_t *tl, int budget, int hint);
     int npoll;           /* open transports */
     int (*poll_excl[XP_TL_MAX_OPEN])(xp_tl_t *tl, int budget); /* else ops->poll */
     xp_tl_t *poll_tl[XP_TL_MAX_OPEN];
@@ -229,7 +238,9 @@ static inline int xp_tl_progress_excl(void)
     return n;
 }
 /* Nonzero if xp_tl_progress() would deliver something now: the predicate a
- * progress thread gives xp_doorbell_wait(xp_tl_doorbell(), ...). */
+ * progress thread gives xp_doorbell_wait(xp_tl_doorbell(), ...). The value
+ * is a hint for xp_tl_progress_hint: which transport (the low 3 bits) saw
+ * a packet where (the rest; 0: no hint). */
 static inline int xp_tl_pending(void)
 {
     const xp_tl_head_t *h = (const xp_tl_head_t *)(const void *)xp_ctx.tl;
@@ -237,10 +248,26 @@ static inline int xp_tl_pending(void)
         return 0;
     if (h->polls.always_pending)
         return 1;
-    for (int i = 0; i < h->polls.npending; i++)
-        if (h->polls.pending[i](h->polls.pending_tl[i]))
-            return 1;
+    for (int i = 0; i < h->polls.npending; i++) {
+        int r = h->polls.pending[i](h->polls.pending_tl[i]);
+        if (r)
+            return h->polls.poll_hint[i] ? r * XP_TL_MAX_OPEN + i : 1;
+    }
     return 0;
+}
+/* xp_tl_progress_excl given what xp_tl_pending returned just before (0 is
+ * fine): the transport that saw a packet may deliver only from where it
+ * saw it, so that the packet a waiter spins for reaches the handler
+ * without a look at every other ring, before or after it. What else is
+ * pending is found by the next xp_tl_pending. */
+static inline int xp_tl_progress_hint(int pending)
+{
+    const xp_tl_head_t *h = (const xp_tl_head_t *)(const void *)xp_ctx.tl;
+    int i = pending & (XP_TL_MAX_OPEN - 1), r = pending / XP_TL_MAX_OPEN;
+    if (r <= 0 || !h || i >= h->polls.npending || !h->polls.poll_hint[i])
+        return xp_tl_progress_excl();
+    xp_tsan_message_in();
+    return h->polls.poll_hint[i](h->polls.pending_tl[i], XP_TL_POLL_BUDGET, r);
 }
 /* Largest packet that reaches `rank`; 0 if unreachable. */
 size_t xp_tl_max_packet(int rank);

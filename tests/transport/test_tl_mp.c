@@ -4,7 +4,8 @@
  * then RMA readv/writev of 0 B .. 16 MiB against each peer's buffer, whose
  * address is exchanged with the key-value store; large single-iovec copies
  * while the peer polls (shm shares them with it: split copy); a waiting rank
- * sleeps on the process doorbell and is woken by a peer's packet.
+ * sleeps on the process doorbell and is woken by a peer's packet; several
+ * senders' full lanes are served in turn (check_fair).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -27,11 +28,15 @@ typedef struct rx {
     long count, bad;
     long acks, ack_fail; /* replies sent from inside the handler */
     long done;           /* DONE_SUM packets */
+    long fair;           /* FAIR_SUM packets */
+    int polls;           /* check_fair: polls so far */
+    int *first_poll;     /* check_fair: per source, the poll that first served it */
 } rx_t;
 
 #define PING_SUM 0x50494e47u /* wants a reply sent from inside the handler */
 #define ACK_SUM 0x41434b21u
 #define DONE_SUM 0x444f4e45u /* check_split: the copying peer has finished */
+#define FAIR_SUM 0x46414952u /* check_fair */
 
 static size_t size_of(int idx, size_t max)
 {
@@ -59,6 +64,13 @@ static void on_packet(void *arg, int src, const void *pkt, size_t len)
     if (h.sum == DONE_SUM) {
         rx->count--;
         rx->done++;
+        return;
+    }
+    if (h.sum == FAIR_SUM) {
+        rx->count--;
+        rx->fair++;
+        if (src >= 0 && src < xp_size() && rx->first_poll[src] < 0)
+            rx->first_poll[src] = rx->polls;
         return;
     }
     if (h.sum == PING_SUM || h.sum == ACK_SUM) {
@@ -280,15 +292,51 @@ static void check_handler_send(rx_t *rx)
     XP_REQUIRE(xp_barrier() == XP_OK);
 }
 
+/* Every other rank fills its lane to rank 0 with more packets than one poll
+ * takes (XP_TL_POLL_BUDGET); then rank 0 polls as the engine does
+ * (xp_tl_progress_hint of xp_tl_pending: one lane per poll): the next look
+ * starts after the lane served, so every sender is served within the first
+ * np - 1 polls, not after the lanes before its own have run dry. */
+static void check_fair(rx_t *rx)
+{
+    int me = xp_rank(), np = xp_size();
+    enum { PER_SENDER = 4 * XP_TL_POLL_BUDGET };
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (me != 0)
+        for (int i = 0; i < PER_SENDER; i++) {
+            pkt_hdr_t h = {me, i, sizeof h, FAIR_SUM};
+            send_retry(0, &h, sizeof h, NULL, 0);
+        }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (me == 0) {
+        for (int s = 0; s < np; s++)
+            rx->first_poll[s] = -1;
+        long want = rx->fair + (long)PER_SENDER * (np - 1);
+        uint64_t deadline = xp_deadline_ns(10000);
+        for (rx->polls = 0; rx->fair < want && xp_time_ns() < deadline; rx->polls++)
+            xp_tl_progress_hint(xp_tl_pending());
+        XP_CHECK_EQ(rx->fair, want);
+        for (int s = 1; s < np; s++) {
+            XP_CHECK(rx->first_poll[s] >= 0 && rx->first_poll[s] < np - 1);
+            if (rx->first_poll[s] < 0 || rx->first_poll[s] >= np - 1)
+                fprintf(stderr, "rank 0: sender %d first served by poll %d of %d\n", s,
+                        rx->first_poll[s], rx->polls);
+        }
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+}
+
 int main(int argc, char **argv)
 {
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
     int np = xp_size();
-    rx_t rx = {calloc((size_t)np, sizeof(int)), 0, 0, 0, 0, 0};
-    XP_REQUIRE(rx.next_idx);
+    rx_t rx = {calloc((size_t)np, sizeof(int)), 0, 0, 0, 0, 0, 0, 0,
+               calloc((size_t)np, sizeof(int))};
+    XP_REQUIRE(rx.next_idx && rx.first_poll);
     XP_REQUIRE(xp_tl_init(on_packet, &rx) == XP_OK);
     all_to_all(&rx);
     check_handler_send(&rx);
+    check_fair(&rx);
     unsigned char *mine = malloc(BIG);
     XP_REQUIRE(mine);
     check_rma(mine);
@@ -299,6 +347,7 @@ int main(int argc, char **argv)
     xp_tl_fini();
     free(mine);
     free(rx.next_idx);
+    free(rx.first_poll);
     xp_finalize();
     return xp_test_result();
 }
