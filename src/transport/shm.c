@@ -663,7 +663,14 @@ static int shm_poll_hint(xp_tl_t *tl, int budget, int hint)
         return poll_all(s, budget);
     if (s->rx_next != i + 1)
         xp_store_relaxed(&s->rx_next, i + 1);
-    return poll_lane(s, s->rx[i].ring, s->rx[i].gate, budget);
+    xp_shm_ring_t *r = s->rx[i].ring, *gate = s->rx[i].gate;
+    /* The common case, one packet and nothing behind it, without
+     * poll_lane's loop and frame; the rest (a gate to drain first, more
+     * packets, padding, a corrupt ring) goes there. */
+    int got = xp_shm_ring_take_gated(r, shm_deliver, s, gate);
+    if (__builtin_expect(got == 1, 1))
+        return xp_shm_ring_pending(r) ? 1 + poll_lane(s, r, gate, budget - 1) : 1;
+    return got == XP_SHM_RING_GATED ? poll_lane(s, r, gate, budget) : 0;
 }
 
 /* The engine's poll (its poll lock held, no other consumer): no trylock.
