@@ -13,6 +13,7 @@
 #include "ptl/triggered.h" /* xp_trig_defer_* */
 #include "ptl/wire.h"
 #include "portals4_xtq.h" /* PTL_NI_XTQ_* failure kinds */
+#include "transport/inplace.h"
 #include "transport/transport.h"
 #include "util/log.h"
 
@@ -934,37 +935,71 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
     /* (the full form's payload may start with a swap operand) */
     size_t size = fm->compact ? len - fm->hdr
                               : (size_t)xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
-    /* The old value right after the header: one contiguous packet, one
-     * copy into the ring cell. */
-    struct {
-        xp_wire_sreply_t w;
-        uint64_t old;
-    } b;
-    _Static_assert(offsetof(__typeof__(b), old) == sizeof(xp_wire_sreply_t),
-                   "the data follows the header with no gap");
-    b.old = old;
-    b.w = (xp_wire_sreply_t){
-        .type = XP_WIRE_SREPLY,
-        .slot = pkt[fm->slot],
-        .fail = PTL_NI_OK,
-        .len = (uint8_t)size,
-        .ptl_list = PTL_PRIORITY_LIST,
-        .atomic_op = pkt[fm->op],
-        .atomic_type = pkt[fm->dt],
-        .md_handle = xp_wire_load32(pkt, fm->md_handle),
-        .pt_index = xp_wire_load32(pkt, fm->pt_index),
-        .remote_offset = xp_wire_load64(pkt, fm->remote_offset),
-        .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset)
-                                    : xp_wire_load64(pkt, fm->local_offset),
-        .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
-    };
     const xp_tl_route_t *r = xp_tl_route(src);
-    if (__builtin_expect(!r || __atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) ||
-                             sizeof(b.w) + size > r->max_packet ||
-                             xp_tl_route_send_excl(r, src, &b, sizeof(b.w) + size, NULL, 0) !=
-                                 XP_OK,
-                         0))
-        xp_eng_send_sreply(src, &b.w, &b.old);
+    size_t n = sizeof(xp_wire_sreply_t) + size;
+    int ok = r && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) && n <= r->max_packet;
+    /* Written in place in the answer lane's ring cell when the route lets
+     * us (no header on the stack, no copy of it, no send call). */
+    xp_tl_cell_t cell;
+    xp_wire_sreply_t *cw = ok ? xp_tl_route_reserve_excl(r, n, &cell) : NULL;
+    if (__builtin_expect(cw != NULL, 1)) {
+        cw->type = XP_WIRE_SREPLY;
+        cw->slot = pkt[fm->slot];
+        cw->fail = PTL_NI_OK;
+        cw->len = (uint8_t)size;
+        cw->ptl_list = PTL_PRIORITY_LIST;
+        cw->atomic_op = pkt[fm->op];
+        cw->atomic_type = pkt[fm->dt];
+        cw->pad = 0;
+        cw->md_handle = xp_wire_load32(pkt, fm->md_handle);
+        cw->pt_index = xp_wire_load32(pkt, fm->pt_index);
+        cw->remote_offset = xp_wire_load64(pkt, fm->remote_offset);
+        cw->local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset)
+                                       : xp_wire_load64(pkt, fm->local_offset);
+        cw->user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr));
+        unsigned char *d = (unsigned char *)(cw + 1);
+        /* (size: 1, 2, 4 or 8; fixed-size copies, no library call) */
+        if (size == 8)
+            memcpy(d, &old, 8);
+        else if (size == 4)
+            memcpy(d, &old, 4);
+        else if (size == 2)
+            memcpy(d, &old, 2);
+        else
+            memcpy(d, &old, 1);
+        xp_tl_route_commit_excl(r, &cell);
+    } else {
+        /* The old value right after the header: one contiguous packet,
+         * one copy into the ring cell. */
+        struct {
+            xp_wire_sreply_t w;
+            uint64_t old;
+        } b;
+        _Static_assert(offsetof(__typeof__(b), old) == sizeof(xp_wire_sreply_t),
+                       "the data follows the header with no gap");
+        b.old = old;
+        b.w = (xp_wire_sreply_t){
+            .type = XP_WIRE_SREPLY,
+            .slot = pkt[fm->slot],
+            .fail = PTL_NI_OK,
+            .len = (uint8_t)size,
+            .ptl_list = PTL_PRIORITY_LIST,
+            .atomic_op = pkt[fm->op],
+            .atomic_type = pkt[fm->dt],
+            .md_handle = xp_wire_load32(pkt, fm->md_handle),
+            .pt_index = xp_wire_load32(pkt, fm->pt_index),
+            .remote_offset = xp_wire_load64(pkt, fm->remote_offset),
+            .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset)
+                                        : xp_wire_load64(pkt, fm->local_offset),
+            .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
+        };
+        /* Not announced yet, a full or wrapping lane, deferred answers
+         * waiting (they go first), an unusual route: the route's send,
+         * else xp_eng_send_sreply (which tries again, then takes the
+         * general answer send). */
+        if (!ok || xp_tl_route_send_excl(r, src, &b, n, NULL, 0) != XP_OK)
+            xp_eng_send_sreply(src, &b.w, &b.old);
+    }
     fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
                      size);
 }

@@ -50,24 +50,19 @@ struct xp_tl_inplace {
     uint64_t other_end XP_CACHE_ALIGNED;
 };
 
+/* ip.owner of a send_excl lane (xp_tl_route_reserve_excl): filled in place
+ * by whichever thread its callers' serialisation admits. */
+#define XP_TL_INPLACE_ANY ((uintptr_t)1)
+
 /* A reserved packet, between reserve and commit. */
 typedef struct xp_tl_cell {
     xp_shm_cell_t *cell;
     uint64_t pos;
 } xp_tl_cell_t;
 
-/* Claim room on route r for one packet of len bytes; returns where its
- * bytes go (8-byte aligned, len bytes contiguous) or NULL (nothing was
- * claimed: send the ordinary way). The caller has checked len against
- * r->max_packet (a route's in-place ring holds max_packet in half its
- * cells: shm's pair lanes do), writes the packet, then commits it. */
-static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_tl_cell_t *out)
+/* The ring part of the reserves: room for len bytes on ip's lane. */
+static inline void *xp_tl_inplace_reserve_on(xp_tl_inplace_t *ip, size_t len, xp_tl_cell_t *out)
 {
-    xp_tl_inplace_t *ip = r->inplace;
-    /* (A dead peer's lane has no owner.) */
-    if (!ip || xp_load_relaxed(&ip->owner) != xp_thread_id() ||
-        xp_load_acquire(&ip->other_end) != ip->owner_seen)
-        return NULL;
     xp_shm_ring_t *ring = ip->ring;
     uint64_t need = (XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL;
     uint64_t t = xp_load_relaxed(&ring->tail), end = t + need, mask = ip->mask;
@@ -84,6 +79,35 @@ static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_t
     out->cell = c;
     out->pos = t;
     return c->payload;
+}
+
+/* Claim room on route r for one packet of len bytes; returns where its
+ * bytes go (8-byte aligned, len bytes contiguous) or NULL (nothing was
+ * claimed: send the ordinary way). The caller has checked len against
+ * r->max_packet (a route's in-place ring holds max_packet in half its
+ * cells: shm's pair lanes do), writes the packet, then commits it. */
+static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_tl_cell_t *out)
+{
+    xp_tl_inplace_t *ip = r->inplace;
+    /* (A dead peer's lane has no owner.) */
+    if (!ip || xp_load_relaxed(&ip->owner) != xp_thread_id() ||
+        xp_load_acquire(&ip->other_end) != ip->owner_seen)
+        return NULL;
+    return xp_tl_inplace_reserve_on(ip, len, out);
+}
+
+/* xp_tl_route_reserve for send_excl's packets (the caller is serialised
+ * with every other send_excl caller: the engine's poll lock); commit with
+ * xp_tl_route_commit_excl. NULL (nothing claimed): the lane is not
+ * announced yet (the first send_excl does it), the peer is dead, or the
+ * lane is full or wraps: send with xp_tl_route_send_excl. */
+static inline void *xp_tl_route_reserve_excl(const xp_tl_route_t *r, size_t len,
+                                             xp_tl_cell_t *out)
+{
+    xp_tl_inplace_t *ip = r->inplace_excl;
+    if (!ip || !xp_load_relaxed(&ip->owner))
+        return NULL;
+    return xp_tl_inplace_reserve_on(ip, len, out);
 }
 
 /* Copy n bytes into a reserved packet without a library call up to 64
@@ -119,6 +143,14 @@ static inline void xp_tl_copy_small(void *dst, const void *src, size_t n)
 static inline void xp_tl_route_commit(const xp_tl_route_t *r, const xp_tl_cell_t *c)
 {
     const xp_tl_inplace_t *ip = r->inplace;
+    xp_store_release(&c->cell->seq, c->pos);
+    xp_shm_doorbell_ring_fenced(ip->db, ip->fence);
+}
+
+/* The same for a packet of xp_tl_route_reserve_excl. */
+static inline void xp_tl_route_commit_excl(const xp_tl_route_t *r, const xp_tl_cell_t *c)
+{
+    const xp_tl_inplace_t *ip = r->inplace_excl;
     xp_store_release(&c->cell->seq, c->pos);
     xp_shm_doorbell_ring_fenced(ip->db, ip->fence);
 }

@@ -521,8 +521,16 @@ static __attribute__((noinline)) xp_status_t send_excl_general(xp_tl_t *tl, int 
     if (!p->ans_on) {
         activate(p, 1);
         p->ans_on = 1;
+        /* From now on in place too (the caller is serialised with every
+         * other answer sender, in place or not). */
+        p->ans.ring = p->lane_ans;
+        p->ans.mask = p->lane_ans->ncells - 1;
+        p->ans.db = p->ip.db;
+        p->ans.fence = p->ip.fence;
+        p->ans.src = s->rank;
+        xp_store_relaxed(&p->ans.owner, XP_TL_INPLACE_ANY);
     }
-    return pushed(p, xp_shm_ring_push_single(p->lane_ans, &p->ans_cached_head, s->rank, hdr,
+    return pushed(p, xp_shm_ring_push_single(p->lane_ans, &p->ans.cached_head, s->rank, hdr,
                                              hdr_len, data, data_len));
 }
 
@@ -534,7 +542,7 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
     /* No size check: as for shm_send, the route's was made. The common
      * case: the answer lane is announced already. */
     if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->ip.dead) &&
-                             xp_shm_ring_try_push_single(p->lane_ans, &p->ans_cached_head,
+                             xp_shm_ring_try_push_single(p->lane_ans, &p->ans.cached_head,
                                                          s->rank, hdr, hdr_len, data, data_len),
                          1)) {
         xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
@@ -718,6 +726,13 @@ static xp_tl_inplace_t *shm_inplace(xp_tl_t *tl, int rank)
     return &((shm_tl_t *)tl)->peers[rank].ip;
 }
 
+/* The answer lane's state: filled in place once send_excl has announced
+ * it (ans.owner), by the caller send_excl's callers are serialised with. */
+static xp_tl_inplace_t *shm_inplace_excl(xp_tl_t *tl, int rank)
+{
+    return &((shm_tl_t *)tl)->peers[rank].ans;
+}
+
 xp_shmheap_t *xp_shm_heap(void)
 {
     shm_tl_t *s = (shm_tl_t *)xp_tl_instance(&xp_tl_shm_ops);
@@ -744,4 +759,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .send_excl = shm_send_excl,
     .inplace = shm_inplace,
     .poll_hint = shm_poll_hint,
+    .inplace_excl = shm_inplace_excl,
 };

@@ -36,7 +36,6 @@ typedef struct shm_peer {
      * inbox and lane_req wait until the peer has handled the other's earlier
      * packets (send_owner, send_other). */
     xp_shm_ring_t *lane_ans;
-    uint64_t ans_cached_head;
     uintptr_t req_owner;   /* xp_thread_id() of lane_req's producer; 0: none yet */
     void *lane_hdr;        /* its pair object's pair_hdr_t */
     int lane_index;        /* our first lane's index in it */
@@ -48,6 +47,10 @@ typedef struct shm_peer {
      * own line: what shm_send's common case and the in-place sends read
      * (transport/inplace.h). */
     xp_tl_inplace_t ip;
+    /* lane_ans in place (transport/inplace.h's _excl functions): ans.ring
+     * and ans.owner (XP_TL_INPLACE_ANY) are set once lane_ans is announced;
+     * ans.cached_head is the one cached head of lane_ans for both paths. */
+    xp_tl_inplace_t ans;
 } XP_CACHE_ALIGNED shm_peer_t;
 
 /* A lane we poll; for a request lane, gate is the same sender's answer lane
@@ -92,6 +95,7 @@ static inline void xp_shm_peer_mark_dead(shm_peer_t *p)
 {
     xp_store_relaxed(&p->ip.dead, 1);
     xp_store_relaxed(&p->ip.owner, 0);
+    xp_store_relaxed(&p->ans.owner, 0);
 }
 
 /* Whether peer p has died (it is then marked dead); looks at most once per

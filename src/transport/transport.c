@@ -145,6 +145,7 @@ static void build_routes(struct xp_tl_state *st)
                 .caps = OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps,
                 .ops = ops,
                 .inplace = OPS_HAS(ops, inplace) ? ops->inplace(tl, r) : NULL,
+                .inplace_excl = OPS_HAS(ops, inplace_excl) ? ops->inplace_excl(tl, r) : NULL,
             };
             break;
         }

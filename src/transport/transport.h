@@ -115,6 +115,10 @@ typedef struct xp_tl_ops {
      * else is pending is found by the next pending()), as long as pending()
      * looks in an order that lets no source starve. NULL: poll_excl. */
     int (*poll_hint)(xp_tl_t *tl, int budget, int hint);
+    /* The same for send_excl's packets (transport/inplace.h's _excl
+     * functions: written in place by whichever thread the caller's
+     * serialisation admits, ordered with send_excl's), or NULL: none. */
+    xp_tl_inplace_t *(*inplace_excl)(xp_tl_t *tl, int rank);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -132,6 +136,7 @@ typedef struct xp_tl_route {
     uint32_t caps;           /* XP_TL_CAP_* towards this peer */
     const xp_tl_ops_t *ops;
     xp_tl_inplace_t *inplace; /* ops->inplace's, NULL: none (transport/inplace.h) */
+    xp_tl_inplace_t *inplace_excl; /* ops->inplace_excl's, NULL: none */
 } xp_tl_route_t;
 
 /* The head of the manager's state (xp_ctx.tl points to a struct that starts

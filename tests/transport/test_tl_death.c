@@ -25,6 +25,9 @@ int main(int argc, char **argv)
     static char buf[1000], remote_probe[64];
     uint64_t addr = (uintptr_t)remote_probe;
     XP_REQUIRE(xp_kv_put("death.addr", &addr, sizeof addr) == XP_OK);
+    /* (announces rank 0's send_excl lane, so that it can be filled in place) */
+    if (xp_rank() == 0)
+        XP_CHECK_EQ(xp_tl_send_excl(1, buf, 8, NULL, 0), XP_OK);
     XP_REQUIRE(xp_kv_fence() == XP_OK);
     if (xp_rank() == 1)
         _exit(0); /* gone without a word */
@@ -46,6 +49,7 @@ int main(int argc, char **argv)
     /* No in-place send to a dead peer either (the ordinary send says why). */
     xp_tl_cell_t cell;
     XP_CHECK(xp_tl_route_reserve(xp_tl_route(1), 8, &cell) == NULL);
+    XP_CHECK(xp_tl_route_reserve_excl(xp_tl_route(1), 8, &cell) == NULL);
     struct iovec l = {buf, 8}, r = {(void *)(uintptr_t)addr, 8};
     XP_CHECK_EQ(xp_tl_readv(1, &l, 1, &r, 1), XP_ERR_PEER_DEAD);
     /* Sending to myself still works. */
