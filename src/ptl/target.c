@@ -918,15 +918,66 @@ static const atomic_form_t aform_compact = {
     offsetof(xp_wire_sfetch_t, remote_offset), offsetof(xp_wire_sfetch_t, local_offset), 1,
 };
 
+/* fast_fetch_finish's REPLY when it cannot be written in place: built on
+ * the stack from the request (form fm) and sent. */
+static inline __attribute__((always_inline)) void
+fetch_reply_send(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t size,
+                 uint64_t old, int ok)
+{
+    const xp_tl_route_t *r = xp_tl_route(src);
+    size_t n = sizeof(xp_wire_sreply_t) + size;
+    /* The old value right after the header: one contiguous packet,
+     * one copy into the ring cell. */
+    struct {
+        xp_wire_sreply_t w;
+        uint64_t old;
+    } b;
+    _Static_assert(offsetof(__typeof__(b), old) == sizeof(xp_wire_sreply_t),
+                   "the data follows the header with no gap");
+    b.old = old;
+    b.w = (xp_wire_sreply_t){
+        .type = XP_WIRE_SREPLY,
+        .slot = pkt[fm->slot],
+        .fail = PTL_NI_OK,
+        .len = (uint8_t)size,
+        .ptl_list = PTL_PRIORITY_LIST,
+        .atomic_op = pkt[fm->op],
+        .atomic_type = pkt[fm->dt],
+        .md_handle = xp_wire_load32(pkt, fm->md_handle),
+        .pt_index = xp_wire_load32(pkt, fm->pt_index),
+        .remote_offset = xp_wire_load64(pkt, fm->remote_offset),
+        .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset)
+                                    : xp_wire_load64(pkt, fm->local_offset),
+        .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
+    };
+    /* Not announced yet, a full or wrapping lane, deferred answers
+     * waiting (they go first), an unusual route: the route's send,
+     * else xp_eng_send_sreply (which tries again, then takes the
+     * general answer send). */
+    if (!ok || xp_tl_route_send_excl(r, src, &b, n, NULL, 0) != XP_OK)
+        xp_eng_send_sreply(src, &b.w, &b.old);
+}
+
+/* Out of line, in its own frame: fast_fetch_finish keeps no registers for
+ * it (its common case makes no call). */
+static void __attribute__((noinline)) fetch_reply_sent(int src, const unsigned char *pkt,
+                                                       size_t size, uint64_t old, int ok)
+{
+    if (pkt[0] == XP_WIRE_SFETCH)
+        fetch_reply_send(src, &aform_compact, pkt, size, old, ok);
+    else
+        fetch_reply_send(src, &aform_full, pkt, size, old, ok);
+}
+
 /* The REPLY of a one-pass fetching atomic (request `pkt` of `len` bytes in
  * wire form fm, old value `old`) and then the count, as handle_request
  * orders them: what send_answer builds from the request's header, in its
- * compact wire form (mlength = rlength = the element size, no flags). The
- * REPLY goes straight to the route (xp_eng_send_sreply's common case, one
- * call less); deferred answers waiting (they go first), a full ring or an
- * unusual route go through xp_eng_send_sreply, which tries again and else
- * takes the general answer send. Out of line (fast_fetch_compact/_full):
- * its calls need a frame, which the one pass before it does not have. */
+ * compact wire form (mlength = rlength = the element size, no flags),
+ * written in place in the answer lane's ring cell; when the route does not
+ * let us (lane not announced yet, full or wrapping, deferred answers
+ * waiting: they go first), fetch_reply_sent sends it. Out of line
+ * (fast_fetch_compact/_full), as the doorbell's rare call and the count's
+ * rest need a frame, which the one pass before it does not have. */
 static inline __attribute__((always_inline)) void
 fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t len,
                   xp_pt_t *pt, xp_le_t *le, uint64_t old)
@@ -969,36 +1020,7 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
             memcpy(d, &old, 1);
         xp_tl_route_commit_excl(r, &cell);
     } else {
-        /* The old value right after the header: one contiguous packet,
-         * one copy into the ring cell. */
-        struct {
-            xp_wire_sreply_t w;
-            uint64_t old;
-        } b;
-        _Static_assert(offsetof(__typeof__(b), old) == sizeof(xp_wire_sreply_t),
-                       "the data follows the header with no gap");
-        b.old = old;
-        b.w = (xp_wire_sreply_t){
-            .type = XP_WIRE_SREPLY,
-            .slot = pkt[fm->slot],
-            .fail = PTL_NI_OK,
-            .len = (uint8_t)size,
-            .ptl_list = PTL_PRIORITY_LIST,
-            .atomic_op = pkt[fm->op],
-            .atomic_type = pkt[fm->dt],
-            .md_handle = xp_wire_load32(pkt, fm->md_handle),
-            .pt_index = xp_wire_load32(pkt, fm->pt_index),
-            .remote_offset = xp_wire_load64(pkt, fm->remote_offset),
-            .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset)
-                                        : xp_wire_load64(pkt, fm->local_offset),
-            .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
-        };
-        /* Not announced yet, a full or wrapping lane, deferred answers
-         * waiting (they go first), an unusual route: the route's send,
-         * else xp_eng_send_sreply (which tries again, then takes the
-         * general answer send). */
-        if (!ok || xp_tl_route_send_excl(r, src, &b, n, NULL, 0) != XP_OK)
-            xp_eng_send_sreply(src, &b.w, &b.old);
+        fetch_reply_sent(src, pkt, size, old, ok);
     }
     fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
                      size);
