@@ -52,8 +52,22 @@ static inline xp_status_t wire_send_route(const xp_tl_route_t *r, int rank, cons
     xp_wire_t w;
     size_t hlen;
     const void *hdr = xp_wire_encode(h, len, &w, &hlen);
-    if (__builtin_expect(r && (payload || !len), 1))
+    if (__builtin_expect(r && (payload || !len), 1)) {
+        /* In place in the peer's ring when the route lets this thread: the
+         * encoded header and the payload copied once, no send call. */
+        xp_tl_cell_t cell;
+        unsigned char *c = xp_tl_route_reserve(r, hlen + len, &cell);
+        if (__builtin_expect(c != NULL, 1)) {
+            if (hlen == sizeof(xp_pkt_t))
+                memcpy(c, hdr, sizeof(xp_pkt_t));
+            else
+                xp_tl_copy_small(c, hdr, hlen);
+            xp_tl_copy_small(c + hlen, payload, len);
+            xp_tl_route_commit(r, &cell);
+            return XP_OK;
+        }
         return xp_tl_route_send(r, rank, hdr, hlen, payload, len);
+    }
     return xp_tl_send(rank, hdr, hlen, payload, len);
 }
 
