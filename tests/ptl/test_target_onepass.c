@@ -24,7 +24,8 @@
  *     fetch-add while an earlier wildcard ME is in the list;
  *   - the general form (test_atomic_general): fetch MAX, PtlAtomic MIN
  *     with a counting ACK, PtlSwap SWAP / CSWAP (equal and not) / MSWAP, a
- *     double SUM, a signed-byte MIN, a misaligned element (full path);
+ *     double SUM, a signed-byte MIN; a misaligned element and two
+ *     elements at once (both the full path);
  *   - on a matching NI: exact MEs found by hash, an earlier wildcard ME
  *     winning over a later exact one, an earlier NO_TRUNCATE ME too short
  *     for the message skipped, USE_ONCE MEs consumed in order, a put that
@@ -652,12 +653,12 @@ static void swap_op(side_t *s, ptl_handle_md_t md_g, ptl_handle_ct_t ct_g, ptl_s
 
 /* The general form of the one-pass atomic path (fast_atomic_general with
  * xp_atomic_apply): operations other than the native four, PtlSwap's
- * family, 1-byte and floating-point elements, and a misaligned element
- * (still the full path). Each is checked for the value fetched and the
+ * family, 1-byte and floating-point elements; a misaligned element and a
+ * two-element atomic (still the full path). Each is checked for the value fetched and the
  * value left. */
 static void test_atomic_general(side_t *s)
 {
-    static uint64_t g[8];
+    static uint64_t g[10];
     ptl_handle_ct_t c = new_ct(s), ct_g;
     ptl_handle_md_t md_g;
     ptl_md_t md;
@@ -688,6 +689,8 @@ static void test_atomic_general(side_t *s)
     memcpy((char *)&g[5], &v8, 1);
     v32 = 1000;
     memcpy((char *)&g[6] + 2, &v32, 4); /* misaligned */
+    g[8] = 1;
+    g[9] = 2;
     barrier();
     /* fetch MAX, 8 bytes */
     v = 9;
@@ -745,7 +748,14 @@ static void test_atomic_general(side_t *s)
     fetch_op(s, md_g, ct_g, &n_g, 50, 40, PTL_MAX, PTL_UINT32_T, 4, 0);
     memcpy(&v32, fetched, 4);
     XP_CHECK_EQ(v32, 1000);
-    expect_ct(c, n += 9);
+    /* two elements (a fetch SUM of 16 bytes): the full path */
+    uint64_t two[2] = {10, 20};
+    memcpy(src, two, 16);
+    fetch_op(s, md_g, ct_g, &n_g, 64, 40, PTL_SUM, PTL_UINT64_T, 16, 0);
+    memcpy(two, fetched, 16);
+    XP_CHECK_EQ(two[0], 1);
+    XP_CHECK_EQ(two[1], 2);
+    expect_ct(c, n += 10);
     barrier();
     XP_CHECK_EQ(g[0], 9);
     memcpy(&v32, &g[1], 4);
@@ -758,6 +768,8 @@ static void test_atomic_general(side_t *s)
     XP_CHECK_EQ(v8, -3);
     memcpy(&v32, (char *)&g[6] + 2, 4);
     XP_CHECK_EQ(v32, 2000);
+    XP_CHECK_EQ(g[8], 11);
+    XP_CHECK_EQ(g[9], 22);
     unlink_entry(s, e);
     barrier();
     PtlMDRelease(md_g);
