@@ -5,8 +5,9 @@
  *
  * A transport offers it per peer through xp_tl_ops_t::inplace (the shm
  * transport: the pair request lane of one thread of ours, a single-producer
- * ring). xp_tl_route_reserve either claims room for one packet (the header
- * space is returned; the payload is copied in already) or returns NULL, and
+ * ring). xp_tl_route_reserve either claims room for one packet (and returns
+ * where its bytes go: the caller writes header and payload there, e.g. with
+ * xp_tl_copy_small) or returns NULL, and
  * then nothing was written and the caller sends the ordinary way
  * (xp_tl_route_send), which handles every other case: a thread other than
  * the lane's owner, a lane not announced yet, other threads' requests still
