@@ -427,21 +427,47 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
 }
 
 
-/* Count a successful REPLY on ct: inline when the caller is the thread
- * handling packets in xp_ptl_progress (as the target's one-pass paths
- * count), else xp_ct_add. */
-static inline void reply_count(xp_ct_t *ct, uint64_t success)
+/* reply_finish's CT count after xp_ct_count_polled said there is more to
+ * do (waiters to wake, triggered operations). */
+static void __attribute__((noinline)) reply_count_rest(xp_ct_t *ct)
 {
+    if (xp_ct_add_polled_rest(ct))
+        xp_ct_fire(ct);
+}
+
+/* The end of a successful compact REPLY of n bytes (written already): mark
+ * it answered, then count it on the MD's CT, inline when the caller is the
+ * thread handling packets in xp_ptl_progress (as the target's one-pass
+ * paths count), else with xp_ct_add. Every call is a tail call, so that
+ * xp_eng_handle_sreply needs no frame. Answered before counted: a thread
+ * that sees the count and releases the MD takes the poll lock, which the
+ * handler holds until both are done. No xp_ptl_notify (a locked fence):
+ * with no EQ, what this answer changes that anybody may wait for is the
+ * CT, and a CT count wakes its waiters itself (wake_at). */
+static inline __attribute__((always_inline)) void reply_finish(xp_md_t *md, size_t n)
+{
+    xp_md_answered(md, 1);
+    xp_ct_t *ct = md->ct;
+    if (!ct || !(md->options & PTL_MD_EVENT_CT_REPLY))
+        return;
+    uint64_t success = (md->options & PTL_MD_EVENT_CT_BYTES) ? n : 1;
     const xp_ptl_state_t *st = xp_ptl_state_peek();
-    if (__builtin_expect(__atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) == xp_thread_id(), 1)) {
-        if (__builtin_expect(
-                xp_ct_count_polled(ct, success, __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED)),
-                0) &&
-            xp_ct_add_polled_rest(ct))
-            xp_ct_fire(ct);
+    if (__builtin_expect(__atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id(), 0)) {
+        xp_ct_add(ct, success, 0);
         return;
     }
-    xp_ct_add(ct, success, 0);
+    if (__builtin_expect(
+            xp_ct_count_polled(ct, success, __atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED)), 0))
+        reply_count_rest(ct);
+}
+
+/* A compact REPLY's copy of a size other than 8..16 bytes (library call),
+ * then its end: out of line, so that the common case makes no call. */
+static void __attribute__((noinline)) reply_copy_finish(xp_md_t *md, char *dst,
+                                                        const unsigned char *src, size_t n)
+{
+    memcpy(dst, src, n);
+    reply_finish(md, n);
 }
 
 /* The general answer path for a compact REPLY (malformed ones dropped). */
@@ -461,26 +487,31 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
     const unsigned char *p = pkt;
     size_t n = len - sizeof(xp_wire_sreply_t);
     /* What xp_eng_handle_answer does for a successful inline REPLY to a
-     * plain MD that posts no event: write, count, notify, mark answered.
+     * plain MD that posts no event: write, mark answered, count.
      * Released MDs, unexpected answers, failures, events, iovec MDs and
      * offsets outside the MD take its path (with its messages). */
     if (p[offsetof(xp_wire_sreply_t, len)] != n || p[offsetof(xp_wire_sreply_t, fail)] != PTL_NI_OK)
         goto general;
-    xp_md_t *md = xp_handle_lookup(&xp_ptl_state()->md_table,
+    /* (The state exists while packets are handled: peek makes no call.) */
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    if (__builtin_expect(!st, 0))
+        goto general;
+    xp_md_t *md = xp_handle_lookup(&st->md_table,
                                    xp_wire_load32(p, offsetof(xp_wire_sreply_t, md_handle)));
     if (!md || md->eq || md->region.iov || !xp_md_pending(md))
         goto general;
     uint64_t off = xp_wire_load64(p, offsetof(xp_wire_sreply_t, local_offset));
     if (off > md->region.length || n > md->region.length - off)
         goto general;
-    if (n)
-        reply_copy((char *)((uintptr_t)md->region.start + off), p + sizeof(xp_wire_sreply_t), n);
-    /* No xp_ptl_notify (a locked fence): with no EQ, what this answer
-     * changes that anybody may wait for is the CT, and a CT count wakes its
-     * waiters itself (wake_at). */
-    if (md->ct && (md->options & PTL_MD_EVENT_CT_REPLY))
-        reply_count(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? n : 1);
-    xp_md_answered(md, 1);
+    char *dst = (char *)((uintptr_t)md->region.start + off);
+    const unsigned char *src = p + sizeof(xp_wire_sreply_t);
+    if (__builtin_expect(n < 8 || n > 16, 0)) {
+        reply_copy_finish(md, dst, src, n);
+        return;
+    }
+    __builtin_memcpy(dst, src, 8);
+    __builtin_memcpy(dst + n - 8, src + n - 8, 8);
+    reply_finish(md, n);
     return;
 general:
     sreply_general(src_rank, pkt, len);
