@@ -3,7 +3,7 @@
  * 1..40 bytes and 8-byte fetch-adds from this process to itself, into a
  * plain MD at offsets 0..3 (the initiator copies small reply data with
  * fixed-size copies), every byte of the MD checked (the reply's bytes
- * and the untouched ones around them).
+ * and the untouched ones around them); an MD counting reply bytes.
  */
 #include <portals4.h>
 #include <stdint.h>
@@ -86,6 +86,27 @@ int main(void)
             bad += (i < off || i >= off + 8) && dst[i] != 0xee;
         XP_CHECK_EQ(bad, 0);
     }
+    /* PTL_MD_EVENT_CT_BYTES: a reply counts its bytes (0..40, both copy
+     * forms). */
+    ptl_handle_ct_t ct_bytes;
+    ptl_handle_md_t bmd;
+    XP_REQUIRE(PtlCTAlloc(ni, &ct_bytes) == PTL_OK);
+    ptl_md_t bd = { .start = dst, .length = DST_LEN,
+                    .options = PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_BYTES,
+                    .eq_handle = PTL_EQ_NONE, .ct_handle = ct_bytes };
+    XP_REQUIRE(PtlMDBind(ni, &bd, &bmd) == PTL_OK);
+    uint64_t bytes = 0;
+    for (size_t len = 0; len <= 40; len += 4) {
+        XP_REQUIRE(PtlGet(bmd, 0, len, me, PT, 0, 0, NULL) == PTL_OK);
+        bytes += len;
+    }
+    unsigned int which;
+    XP_CHECK_EQ(PtlCTPoll(&ct_bytes, &bytes, 1, 5000, &cte, &which), PTL_OK);
+    XP_CHECK_EQ(cte.success, bytes);
+    XP_CHECK_EQ(cte.failure, 0);
+    XP_CHECK_EQ(memcmp(dst, src, 40), 0);
+    XP_CHECK_EQ(PtlMDRelease(bmd), PTL_OK);
+    XP_CHECK_EQ(PtlCTFree(ct_bytes), PTL_OK);
     XP_CHECK_EQ(PtlMDRelease(opmd), PTL_OK);
     XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
     XP_CHECK_EQ(PtlLEUnlink(leh), PTL_OK);
