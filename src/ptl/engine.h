@@ -140,6 +140,18 @@ typedef struct xp_poll_lock {
     uint32_t sleepers; /* threads about to sleep or asleep on `held` */
 } xp_poll_lock_t;
 
+/* Slots of application threads that spin in a wait while a progress thread
+ * runs: a thread takes one (owner = its xp_thread_id) on its first counted
+ * wait and keeps it; entering and leaving an active phase is then a plain
+ * store to `spinning`, where a shared counter needs a locked add and sub
+ * (the sub is on the path from the packet to the wait's return). Threads
+ * that find every slot taken count themselves in active_waiters. */
+#define XP_PTL_SPIN_SLOTS 16
+typedef struct xp_ptl_spin_slot {
+    uintptr_t owner; /* 0: free */
+    int spinning;    /* owner is in a counted active phase */
+} __attribute__((aligned(64))) xp_ptl_spin_slot_t;
+
 typedef struct xp_ptl_state {
     pthread_mutex_t lock;     /* init/fini and NI slots */
     int init_count;
@@ -153,7 +165,9 @@ typedef struct xp_ptl_state {
     xp_poll_lock_t poll_lock;      /* one thread handles packets at a time (zero: free) */
     uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
     uint32_t user_abort_gen;       /* bumped by PtlAbort (before abort_gen) */
-    int active_waiters;            /* app threads spinning in xp_ptl_wait_until */
+    int active_waiters;            /* app threads spinning in xp_ptl_wait_until without a
+                                    * spin slot (all taken) */
+    xp_ptl_spin_slot_t spin_slot[XP_PTL_SPIN_SLOTS]; /* the others (progress.c) */
     uint32_t active_phases;        /* active phases begun (plain increments: progress.c) */
     int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
     int app_db_sleepers;           /* of those, asleep on the doorbell (no progress thread) */

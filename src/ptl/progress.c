@@ -22,7 +22,7 @@
  *   PARK_NS, so the hand-back when that waiter returns needs no wake-up (one
  *   that goes to sleep on app_word wakes it: end_active, which app_active
  *   notices even when the progress thread was not parked). Its doorbell
- *   sleep looks at the inbox, active_waiters, defer_count and progress_stop;
+ *   sleep looks at the inbox, the spin slots, defer_count and progress_stop;
  *   PtlFini rings the doorbell directly.
  */
 #include <errno.h>
@@ -267,10 +267,44 @@ static inline void let_sleeper_run(xp_ptl_state_t *st)
 
 /* The progress thread parks while application threads spin; when the last
  * one stops spinning, hand polling back to it at once. */
-static void end_active(xp_ptl_state_t *st)
+int xp_ptl_spinning(const xp_ptl_state_t *st)
 {
-    if (__atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL) == 0 &&
-        __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE)) {
+    int n = __atomic_load_n(&st->active_waiters, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < XP_PTL_SPIN_SLOTS; i++)
+        n += __atomic_load_n(&st->spin_slot[i].spinning, __ATOMIC_SEQ_CST);
+    return n;
+}
+
+/* The calling thread's spin slot word (taking a free slot the first time),
+ * or NULL when other threads hold every slot. Slots are never given back:
+ * a thread that exits leaves its xp_thread_id to a new thread, which finds
+ * the slot as its own. */
+static int *spin_slot(xp_ptl_state_t *st)
+{
+    uintptr_t me = xp_thread_id();
+    unsigned h = (unsigned)(((uint64_t)me * 0x9e3779b97f4a7c15ull) >> 60);
+    for (unsigned k = 0; k < XP_PTL_SPIN_SLOTS; k++) {
+        xp_ptl_spin_slot_t *sl = &st->spin_slot[(h + k) % XP_PTL_SPIN_SLOTS];
+        uintptr_t o = __atomic_load_n(&sl->owner, __ATOMIC_RELAXED);
+        if (o == me || (o == 0 && __atomic_compare_exchange_n(&sl->owner, &o, me, 0,
+                                                               __ATOMIC_RELAXED,
+                                                               __ATOMIC_RELAXED)))
+            return &sl->spinning;
+    }
+    return NULL;
+}
+
+/* An active phase that did not see its condition ends and the thread goes
+ * to sleep on app_word: the last spinning thread out wakes the progress
+ * thread. Sequentially consistent store and loads: of two threads leaving
+ * at once, at least one sees the other's slot cleared and wakes it. */
+static void end_active(xp_ptl_state_t *st, xp_ptl_active_t *a)
+{
+    if (a->spinning)
+        __atomic_store_n(a->spinning, 0, __ATOMIC_SEQ_CST);
+    else
+        __atomic_sub_fetch(&st->active_waiters, 1, __ATOMIC_SEQ_CST);
+    if (xp_ptl_spinning(st) == 0 && __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE)) {
         __atomic_add_fetch(&st->park_word, 1, __ATOMIC_ACQ_REL);
         xp_futex_wake(&st->park_word, 1);
     }
@@ -289,9 +323,16 @@ void xp_ptl_active_begin(xp_ptl_active_t *a)
     xp_ptl_state_t *st = a->st;
     a->spins = xp_tl_spin_count() * 4 + 1;
     a->counted = __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE);
-    /* Active phase: this thread polls; the progress thread parks. */
-    if (a->counted)
-        __atomic_add_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    /* Active phase: this thread polls; the progress thread parks (it only
+     * asks whether someone spins: no ordering needed, a store will do). */
+    a->spinning = NULL;
+    if (a->counted) {
+        a->spinning = spin_slot(st);
+        if (a->spinning)
+            __atomic_store_n(a->spinning, 1, __ATOMIC_RELEASE);
+        else
+            __atomic_add_fetch(&st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    }
     /* Not a locked add: the progress thread only asks whether it changed,
      * and two threads' racing increments still change it (app_active). */
     __atomic_store_n(&st->active_phases, __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED) + 1,
@@ -324,7 +365,7 @@ xp_status_t xp_ptl_wait_rest(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
     }
     if (can_park(st)) {
         if (a->counted)
-            end_active(st);
+            end_active(st, a);
         rc = park_app(&w, deadline_ns);
         goto check;
     }
@@ -372,7 +413,7 @@ static int thread_retry_pred(void *arg)
     xp_ptl_state_t *st = arg;
     if (__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE))
         return 1;
-    if (__atomic_load_n(&st->active_waiters, __ATOMIC_ACQUIRE))
+    if (xp_ptl_spinning(st))
         return 1;
     return xp_tl_pending();
 }
@@ -396,7 +437,7 @@ static int thread_pred(void *arg)
  * wake-up on (<= 2 PARK_NS). */
 static int app_active(xp_ptl_state_t *st, uint32_t seen, uint32_t *phases, uint32_t *handoffs)
 {
-    int active = __atomic_load_n(&st->active_waiters, __ATOMIC_SEQ_CST);
+    int active = xp_ptl_spinning(st);
     uint32_t began = __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED);
     int recent = began - *phases >= BUSY_PHASES && seen == *handoffs;
     *phases = began;
@@ -424,7 +465,7 @@ static void *progress_main(void *arg)
     uint32_t phases = __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED);
     uint32_t handoffs = __atomic_load_n(&st->park_word, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE)) {
-        /* Read before active_waiters, so end_active's bump is not missed. */
+        /* Read before the spin slots, so end_active's bump is not missed. */
         uint32_t seen = __atomic_load_n(&st->park_word, __ATOMIC_SEQ_CST);
         if (app_active(st, seen, &phases, &handoffs)) {
             xp_futex_wait(&st->park_word, seen, PARK_NS);

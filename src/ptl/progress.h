@@ -56,7 +56,8 @@ typedef struct xp_ptl_active {
     xp_ptl_state_t *st;
     uint32_t gen;       /* abort_gen at the start */
     uint32_t user_gen;  /* user_abort_gen at the start */
-    int counted;        /* in active_waiters (only while a progress thread runs) */
+    int counted;        /* counted as spinning (only while a progress thread runs) */
+    int *spinning;      /* counted: our spin slot's word, or NULL (active_waiters) */
     long spins;         /* looks before the passive phase */
 } xp_ptl_active_t;
 
@@ -102,9 +103,18 @@ static inline int xp_ptl_poll_inline(xp_ptl_state_t *st)
 /* End an active phase that saw its condition. */
 static inline void xp_ptl_active_end(xp_ptl_active_t *a)
 {
-    if (a->counted)
-        __atomic_sub_fetch(&a->st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    /* A plain store: only the progress thread reads it, to decide whether
+     * to stay parked, and nothing waits for it to see this one. */
+    if (__builtin_expect(a->counted, 0)) {
+        if (__builtin_expect(a->spinning != NULL, 1))
+            __atomic_store_n(a->spinning, 0, __ATOMIC_RELEASE);
+        else
+            __atomic_sub_fetch(&a->st->active_waiters, 1, __ATOMIC_ACQ_REL);
+    }
 }
+
+/* Application threads in a counted active phase now (a snapshot). */
+int xp_ptl_spinning(const xp_ptl_state_t *st);
 
 /* Spins of an active waiter that sees packets pending and not taken
  * (another thread holds the poll lock) before it goes to sleep. */

@@ -152,6 +152,7 @@ void xp_ptl_active_begin(xp_ptl_active_t *a)
 {
     a->spins = 0;
     a->counted = 0;
+    a->spinning = NULL;
 }
 
 int xp_ptl_may_park(const xp_ptl_state_t *st)

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "ptl/engine.h"
+#include "ptl/progress.h" /* xp_ptl_spinning */
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/config.h"
@@ -161,13 +162,13 @@ static void dump(stress_t *s, const char *why)
     fprintf(stderr,
             "stress_wake rank %d: %s\n  main waits for: %s (%llu), %lu tokens done\n"
             "  helper waits for: %s\n  doorbell seq=%u sleepers=%u, inbox pending=%d,"
-            " active_waiters=%d defer_count=%d progress=%s spin=%ld asym=%d\n ",
+            " spinning=%d defer_count=%d progress=%s spin=%ld asym=%d\n ",
             s->rank, why, __atomic_load_n(&s->what, __ATOMIC_ACQUIRE),
             (unsigned long long)__atomic_load_n(&s->what_val, __ATOMIC_RELAXED), s->tokens,
             s->helper ? __atomic_load_n(&s->helper_what, __ATOMIC_ACQUIRE) : "(no helper)",
             db ? __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST) : 0,
             db ? __atomic_load_n(&db->sleepers, __ATOMIC_SEQ_CST) : 0, xp_tl_pending(),
-            st ? __atomic_load_n(&st->active_waiters, __ATOMIC_SEQ_CST) : -1,
+            st ? xp_ptl_spinning(st) : -1,
             st ? __atomic_load_n(&st->defer_count, __ATOMIC_SEQ_CST) : -1,
             xp_config()->progress ? "inline" : "thread", xp_config()->spin_count,
             xp_config()->shm_asym_fence);

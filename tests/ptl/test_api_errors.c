@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ptl/engine.h" /* xp_ptl_state: how many threads wait (abort_waiters) */
+#include "ptl/progress.h"
 #include "util/clock.h"
 #include "xp_test.h"
 
@@ -662,7 +663,7 @@ static void *ct_waiter(void *arg)
 static int threads_waiting(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
-    return __atomic_load_n(&st->active_waiters, __ATOMIC_ACQUIRE) +
+    return xp_ptl_spinning(st) +
            __atomic_load_n(&st->app_sleepers, __ATOMIC_ACQUIRE);
 }
 
