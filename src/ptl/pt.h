@@ -133,10 +133,13 @@ static inline void xp_pt_leave(xp_pt_t *pt)
     __atomic_store_n(&pt->handler_in, 0, __ATOMIC_RELEASE);
 }
 xp_pt_t *xp_pt_enter_slow(xp_pt_t *pt);
-/* xp_pt_enter for a caller that holds the process state `st` (no second
- * look-up for the light fence). */
-static inline xp_pt_t *xp_pt_enter_st(const xp_ptl_state_t *st, xp_ni_t *ni,
-                                      ptl_pt_index_t pt_index)
+/* The handler's side of the PT handshake for a caller that holds the
+ * process state `st` (no second look-up for the light fence): announce
+ * itself in PT pt_index (handler_in), then the store-load fence before its
+ * look at app_busy. NULL (nothing announced): no such PT index. The caller
+ * then checks app_busy and the PT's state and enters or leaves. */
+static inline __attribute__((always_inline)) xp_pt_t *
+xp_pt_announce_st(const xp_ptl_state_t *st, xp_ni_t *ni, ptl_pt_index_t pt_index)
 {
     if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
         return NULL;
@@ -146,6 +149,16 @@ static inline xp_pt_t *xp_pt_enter_st(const xp_ptl_state_t *st, xp_ni_t *ni,
         __atomic_signal_fence(__ATOMIC_SEQ_CST); /* xp_ptl_light_fence */
     else
         xp_fence();
+    return pt;
+}
+
+/* xp_pt_enter for a caller that holds the process state `st`. */
+static inline xp_pt_t *xp_pt_enter_st(const xp_ptl_state_t *st, xp_ni_t *ni,
+                                      ptl_pt_index_t pt_index)
+{
+    xp_pt_t *pt = xp_pt_announce_st(st, ni, pt_index);
+    if (!pt)
+        return NULL;
     if (__builtin_expect(__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE) || !pt->allocated, 0))
         return xp_pt_enter_slow(pt);
     xp_pt_tsan_entered(pt);

@@ -724,14 +724,9 @@ fast_match(int src, xp_ni_t *ni, xp_pt_t *pt, uint64_t match_bits, int leaf, int
 static inline __attribute__((always_inline)) xp_pt_t *
 fast_pt_enter(const xp_ptl_state_t *st, xp_ni_t *ni, ptl_pt_index_t pt_index)
 {
-    if (pt_index > (ptl_pt_index_t)ni->limits.max_pt_index)
+    xp_pt_t *pt = xp_pt_announce_st(st, ni, pt_index);
+    if (!pt)
         return NULL;
-    xp_pt_t *pt = &ni->pt[pt_index];
-    __atomic_store_n(&pt->handler_in, 1, __ATOMIC_RELAXED);
-    if (__builtin_expect(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), 1))
-        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* xp_ptl_light_fence */
-    else
-        xp_fence();
     if (__builtin_expect(__atomic_load_n(&pt->app_busy, __ATOMIC_ACQUIRE) || !pt->enabled, 0)) {
         xp_pt_leave(pt);
         return NULL;
