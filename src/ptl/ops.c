@@ -624,6 +624,30 @@ static void undeliverable(xp_md_t *md, const xp_pkt_t *h, int expects_answer, xp
         xp_md_unexpect((get_md ? get_md : md));
 }
 
+/* A put too large for one packet, staged in a bounce block for rank
+ * (xp_tl_bounce_alloc): the target copies it out with one memcpy instead of
+ * an RMA read that pins our pages. Our buffer is free again once copied, so
+ * it goes out like an inline put (SEND event now, ACK if asked) with the
+ * block as its one RMA segment. 0: no block for it (plain RMA then). */
+static int put_bounce(int rank, xp_md_t *md, xp_pkt_t *h, ptl_size_t local_offset,
+                      ptl_size_t length, void *user_ptr, int answer, xp_status_t *rc)
+{
+    /* (The target reads the block with xp_tl_readv, as any RMA segment.) */
+    void *b = (xp_tl_caps(rank) & XP_TL_CAP_RMA) ? xp_tl_bounce_alloc(rank, (size_t)length) : NULL;
+    if (!b)
+        return 0;
+    xp_region_read(&md->region, local_offset, b, length);
+    xp_seg_t seg = { .addr = (uint64_t)(uintptr_t)b, .len = length };
+    h->flags |= XP_PKT_F_RMA | XP_PKT_F_BOUNCE;
+    h->nseg = 1;
+    if (answer)
+        xp_md_expect(md);
+    *rc = send_inline(NULL, rank, md, h, &seg, sizeof(seg), user_ptr, local_offset, answer);
+    if (*rc != XP_OK) /* nobody will read it */
+        xp_tl_bounce_cancel(rank, b);
+    return 1;
+}
+
 /* PtlPut's cases other than a contiguous inline payload on a known route:
  * unreachable rank, scattered (iovec) data, RMA. */
 static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp_pkt_t *h,
@@ -643,6 +667,8 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
         if (answer)
             xp_md_expect(md);
         rc = send_inline(NULL, rank, md, h, buf, length, user_ptr, local_offset, answer);
+    } else if (rma && put_bounce(rank, md, h, local_offset, length, user_ptr, answer, &rc)) {
+        /* sent (or not: rc) like an inline put */
     } else if (rma) {
         xp_seg_t segs[MAX_SEGS];
         int n = rma_segs("PtlPut", rank, md, local_offset, length, h, segs);

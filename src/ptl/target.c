@@ -53,12 +53,25 @@ static int is_fetching(uint8_t type)
 
 static void send_answer(req_t *r, const void *data, size_t len, int rma_done);
 
+/* A bounce put (XP_PKT_F_BOUNCE) is answered: whatever became of it, its
+ * block goes back to the initiator (once: every put is answered once). */
+static void __attribute__((noinline, cold)) bounce_release(const req_t *r)
+{
+    xp_seg_t s;
+    if (r->len < sizeof(s))
+        return; /* malformed (request_ok failed): no segment to trust */
+    memcpy(&s, r->payload, sizeof(s));
+    xp_tl_bounce_done(r->src, s.addr);
+}
+
 /* Answer the initiator (ACK for put/atomic, REPLY for the fetching kinds).
  * Inline: the common put that wants no answer at all leaves here, before
  * the header is copied (an 80-byte copy per put in a ping-pong). */
 static inline void answer(req_t *r, const void *data, size_t len, int rma_done)
 {
     const xp_pkt_t *h = r->h;
+    if (__builtin_expect(h->flags & XP_PKT_F_BOUNCE, 0))
+        bounce_release(r);
     if (h->ack_req == PTL_NO_ACK_REQ && !(h->flags & XP_PKT_F_RMA) && !is_fetching(h->type))
         return;
     send_answer(r, data, len, rma_done);
@@ -67,7 +80,9 @@ static inline void answer(req_t *r, const void *data, size_t len, int rma_done)
 static void send_answer(req_t *r, const void *data, size_t len, int rma_done)
 {
     const xp_pkt_t *h = r->h;
-    int rma_put = (h->flags & XP_PKT_F_RMA) && !is_fetching(h->type);
+    /* (A bounce put's initiator posted its SEND event already.) */
+    int rma_put = (h->flags & (XP_PKT_F_RMA | XP_PKT_F_BOUNCE)) == XP_PKT_F_RMA &&
+                  !is_fetching(h->type);
     xp_pkt_t a = *h;
     a.flags = 0;
     a.nseg = 0;
@@ -491,6 +506,9 @@ static int atomic_ok(const xp_ni_t *ni, const xp_pkt_t *h, size_t len)
 static int request_ok(const xp_ni_t *ni, int src, const xp_pkt_t *h, const unsigned char *payload,
                       size_t len)
 {
+    if (h->flags & XP_PKT_F_BOUNCE) /* a put's one block */
+        return h->type == XP_PKT_PUT && (h->flags & XP_PKT_F_RMA) && h->nseg == 1 &&
+               segments_ok(h, payload, len);
     if (h->type == XP_PKT_PUT || h->type == XP_PKT_GET) {
         if (h->flags & XP_PKT_F_RMA)
             return segments_ok(h, payload, len);

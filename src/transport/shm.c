@@ -312,6 +312,7 @@ static void shm_tl_close(xp_tl_t *tl)
         munmap(s->pair_base, s->pair_len);
     free(s->rx);
     free(s->rx_listed);
+    xp_shm_bounce_fini(s);
     xp_shm_seg_close(&s->own);
     xp_shmheap_close(&s->heap);
     free(s->peers);
@@ -343,6 +344,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     snprintf(name, sizeof name, "/xp-%s-%d", xp_runtime_job_id(), s->rank);
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
     create_heap(s);
+    xp_shm_bounce_init(s);
     create_pair(s);
     s->asym = xp_config()->shm_asym_fence && xp_membarrier_register();
     if (st == XP_OK && s->asym)
@@ -760,4 +762,6 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .inplace = shm_inplace,
     .poll_hint = shm_poll_hint,
     .inplace_excl = shm_inplace_excl,
+    .bounce_alloc = xp_shm_bounce_alloc,
+    .bounce_done = xp_shm_bounce_done,
 };

@@ -6,6 +6,7 @@
 #ifndef XP_TRANSPORT_SHM_INTERNAL_H
 #define XP_TRANSPORT_SHM_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -59,6 +60,21 @@ typedef struct rx_lane {
     xp_shm_ring_t *ring, *gate;
 } rx_lane_t;
 
+/* Our outstanding bounce blocks (shm_bounce.c). */
+typedef struct xp_shm_bounce_blk {
+    unsigned char *blk;
+    size_t size;           /* heap bytes it takes */
+    int rank;              /* its reader */
+} xp_shm_bounce_blk_t;
+
+typedef struct xp_shm_bounce {
+    pthread_mutex_t lock;
+    size_t max;            /* XP_SHM_BOUNCE_MAX; 0: no bounce blocks */
+    size_t cap, bytes;     /* most heap bytes outstanding; now */
+    xp_shm_bounce_blk_t *list; /* the blocks, oldest first, from head to tail */
+    uint32_t head, tail;   /* positions in list (modulo its size) */
+} xp_shm_bounce_t;
+
 typedef struct shm_tl {
     int polling XP_CACHE_ALIGNED; /* consumer trylock */
     xp_shm_ring_t *inbox;
@@ -71,6 +87,7 @@ typedef struct shm_tl {
     size_t split_chunk;    /* XP_SHM_SPLIT_CHUNK */
     xp_shm_seg_t own;
     xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
+    xp_shm_bounce_t bounce; /* blocks of heap staged for peers (shm_bounce.c) */
     shm_peer_t *peers;     /* size entries */
     /* Our pair object: PAIR_LANES rings per local sender (by local index),
      * which peers map; we poll the lanes peers have used (rx), then the
@@ -112,5 +129,12 @@ __attribute__((cold)) void xp_shm_split_help(shm_tl_t *s, int rank, const void *
  * process_vm_readv/writev, a large one split with the peer (shm_split.c). */
 xp_status_t xp_shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *local,
                        int nlocal, const struct iovec *remote, int nremote);
+
+/* Bounce blocks (xp_tl_ops_t's bounce_alloc / bounce_done) in our heap:
+ * set up after the heap is made, torn down at close. */
+void xp_shm_bounce_init(shm_tl_t *s);
+void xp_shm_bounce_fini(shm_tl_t *s);
+void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);
+void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr);
 
 #endif

@@ -337,6 +337,26 @@ xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const 
     return rma(rank, 1, local, nlocal, remote, nremote);
 }
 
+void *xp_tl_bounce_alloc(int rank, size_t len)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    return r && OPS_HAS(r->ops, bounce_alloc) ? r->ops->bounce_alloc(r->tl, rank, len) : NULL;
+}
+
+void xp_tl_bounce_done(int rank, uint64_t addr)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (r && OPS_HAS(r->ops, bounce_done))
+        r->ops->bounce_done(r->tl, rank, addr);
+}
+
+void xp_tl_bounce_cancel(int rank, void *buf)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (r && OPS_HAS(r->ops, bounce_done))
+        r->ops->bounce_done(r->tl, -1, (uint64_t)(uintptr_t)buf);
+}
+
 xp_tl_t *xp_tl_instance(const xp_tl_ops_t *ops)
 {
     struct xp_tl_state *st = xp_ctx.tl;

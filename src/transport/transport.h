@@ -119,6 +119,19 @@ typedef struct xp_tl_ops {
      * functions: written in place by whichever thread the caller's
      * serialisation admits, ordered with send_excl's), or NULL: none. */
     xp_tl_inplace_t *(*inplace_excl)(xp_tl_t *tl, int rank);
+    /* Staging memory for `len` payload bytes bound for `rank` that the
+     * peer copies out directly (shm: a block of our shared heap, which it
+     * maps), so that a request too large for one packet needs no page
+     * pinning of the peer's RMA read. The caller fills it, sends its address
+     * as the one RMA segment of a request that says so, and never touches
+     * it again: the reader hands it back with bounce_done (a request lost
+     * to a dead peer keeps its block until close). NULL: none for this
+     * size or peer now; use plain RMA. */
+    void *(*bounce_alloc)(xp_tl_t *tl, int rank, size_t len);
+    /* Reader side: we have copied out rank's bounce block at `addr` (an
+     * address in rank); a bad address is ignored. rank -1: a block of ours
+     * whose request could not be sent. */
+    void (*bounce_done)(xp_tl_t *tl, int rank, uint64_t addr);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -279,6 +292,12 @@ size_t xp_tl_max_packet(int rank);
 uint32_t xp_tl_caps(int rank);
 xp_status_t xp_tl_readv(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
 xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const struct iovec *remote, int nremote);
+/* The route's bounce_alloc / bounce_done (xp_tl_ops_t); NULL / nothing when
+ * its transport has none. */
+void *xp_tl_bounce_alloc(int rank, size_t len);
+void xp_tl_bounce_done(int rank, uint64_t addr);
+/* Give back a block of xp_tl_bounce_alloc(rank, ...) whose request was not sent. */
+void xp_tl_bounce_cancel(int rank, void *buf);
 /* The process doorbell (in shared memory, so peers can ring it). Senders
  * only pay for seq++ and a futex wake when `sleepers` is nonzero. With
  * XP_SHM_ASYM_FENCE=1, shm senders do not even fence before looking (the

@@ -68,6 +68,14 @@ XP_CONFIG_VAR(shm_split_chunk, SIZE, "XP_SHM_SPLIT_CHUNK", "512k", 4096, 1073741
               "chunks of at least 16k (see XP_SHM_SPLIT_MIN)")
 /* clang-format on */
 /* clang-format off */
+XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "2m", 0, 1073741824, "",
+              "Largest shm put (above one packet) whose data the initiator stages in its shared "
+              "heap, from where the target copies it with one memcpy instead of a "
+              "process_vm_readv that pins pages; staged puts take at most a quarter of "
+              "XP_SHM_HEAP_SIZE at a time, the rest (and larger puts) use process_vm_readv. "
+              "0: never")
+/* clang-format on */
+/* clang-format off */
 XP_CONFIG_VAR(shm_pair_ring_size, SIZE, "XP_SHM_PAIR_RING_SIZE", "128k", 0, 1073741824, "",
               "Bytes of each shm pair lane (rounded down to a power of two, at least 128k): every "
               "process gets two single-producer rings into each local peer, one for the requests "
