@@ -73,9 +73,11 @@ enum {
                                  * hands the landed message to the XTQ hook */
     XP_PKT_F_MANY    = 1u << 4, /* answer: nseg successful counting ACKs for one MD in
                                  * one packet, mlength = their total (xp_eng_ack_many) */
-    XP_PKT_F_BOUNCE  = 1u << 5, /* put request with XP_PKT_F_RMA: its one segment is a
-                                 * bounce block of the initiator (xp_tl_bounce_alloc),
-                                 * given back once read; answered like an inline put */
+    XP_PKT_F_BOUNCE  = 1u << 5, /* with XP_PKT_F_RMA, on a put request or a REPLY: the
+                                 * data waits in a bounce block of the sender
+                                 * (xp_tl_bounce_alloc), its one xp_seg_t the payload;
+                                 * the reader gives it back (xp_tl_bounce_done). The
+                                 * put is answered like an inline one */
 };
 
 /* Header of every engine packet (requests and answers share it). */

@@ -347,6 +347,37 @@ static inline void reply_copy(char *dst, const unsigned char *src, size_t n)
     }
 }
 
+/* A REPLY whose data waits in a bounce block of the target (its xp_seg_t
+ * is the payload): copy it into the MD, then give the block back. Returns
+ * the REPLY's failure. */
+static __attribute__((noinline, cold)) ptl_ni_fail_t
+reply_bounce(int src_rank, xp_md_t *md, const xp_pkt_t *h, const void *payload, size_t len,
+             ptl_ni_fail_t fail)
+{
+    xp_seg_t s;
+    if (len != sizeof(s)) {
+        xp_error("malformed bounce reply from rank %d for MD %#x", src_rank, h->md_handle);
+        return PTL_NI_SEGV;
+    }
+    memcpy(&s, payload, sizeof(s));
+    if (fail == PTL_NI_OK) {
+        struct iovec local[MAX_SEGS];
+        struct iovec remote = { (void *)(uintptr_t)s.addr, (size_t)s.len };
+        /* The echoed offset and the length are the peer's word: only into the MD. */
+        int n = s.len == h->mlength && h->local_offset <= md->region.length &&
+                        s.len <= md->region.length - h->local_offset
+                    ? xp_region_iov(&md->region, h->local_offset, s.len, local, MAX_SEGS)
+                    : -1;
+        if (n < 0 || (s.len && xp_tl_readv(src_rank, local, n, &remote, 1) != XP_OK)) {
+            xp_error("reply from rank %d: %llu bounce bytes not copied into MD %#x", src_rank,
+                     (unsigned long long)s.len, h->md_handle);
+            fail = PTL_NI_SEGV;
+        }
+    }
+    xp_tl_bounce_done(src_rank, s.addr);
+    return fail;
+}
+
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len)
 {
     /* xp_md_from_handle, inline (generation-checked). */
@@ -418,6 +449,8 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
                          src_rank, h->md_handle, (unsigned long long)h->local_offset, n);
                 fail = PTL_NI_SEGV;
             }
+        } else if (h->flags & XP_PKT_F_BOUNCE) {
+            fail = reply_bounce(src_rank, md, h, payload, len, fail);
         }
         md_count(md, PTL_MD_EVENT_CT_REPLY, fail == PTL_NI_OK, h->mlength);
         md_event(md, PTL_EVENT_REPLY, fail, user_ptr, h, h->local_offset);

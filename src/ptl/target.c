@@ -51,7 +51,7 @@ static int is_fetching(uint8_t type)
     return type == XP_PKT_GET || type == XP_PKT_FETCH || type == XP_PKT_SWAP;
 }
 
-static void send_answer(req_t *r, const void *data, size_t len, int rma_done);
+static void send_answer(req_t *r, const void *data, size_t len, unsigned reply_flags);
 
 /* A bounce put (XP_PKT_F_BOUNCE) is answered: whatever became of it, its
  * block goes back to the initiator (once: every put is answered once). */
@@ -67,17 +67,20 @@ static void __attribute__((noinline, cold)) bounce_release(const req_t *r)
 /* Answer the initiator (ACK for put/atomic, REPLY for the fetching kinds).
  * Inline: the common put that wants no answer at all leaves here, before
  * the header is copied (an 80-byte copy per put in a ping-pong). */
-static inline void answer(req_t *r, const void *data, size_t len, int rma_done)
+static inline void answer(req_t *r, const void *data, size_t len, unsigned reply_flags)
 {
     const xp_pkt_t *h = r->h;
     if (__builtin_expect(h->flags & XP_PKT_F_BOUNCE, 0))
         bounce_release(r);
     if (h->ack_req == PTL_NO_ACK_REQ && !(h->flags & XP_PKT_F_RMA) && !is_fetching(h->type))
         return;
-    send_answer(r, data, len, rma_done);
+    send_answer(r, data, len, reply_flags);
 }
 
-static void send_answer(req_t *r, const void *data, size_t len, int rma_done)
+/* reply_flags: a REPLY's XP_PKT_F_RMA (its data is in the initiator's
+ * MD already) or XP_PKT_F_RMA | XP_PKT_F_BOUNCE (data is the xp_seg_t of a
+ * bounce block of ours, for the initiator to copy out and give back). */
+static void send_answer(req_t *r, const void *data, size_t len, unsigned reply_flags)
 {
     const xp_pkt_t *h = r->h;
     /* (A bounce put's initiator posted its SEND event already.) */
@@ -92,8 +95,7 @@ static void send_answer(req_t *r, const void *data, size_t len, int rma_done)
     a.ptl_list = (uint8_t)r->list;
     if (is_fetching(h->type)) {
         a.type = XP_PKT_REPLY;
-        if (rma_done)
-            a.flags |= XP_PKT_F_RMA;
+        a.flags |= (uint8_t)reply_flags;
     } else {
         int acked = h->ack_req != PTL_NO_ACK_REQ;
         /* ACK_DISABLE suppresses acknowledgements of accepted messages. */
@@ -118,6 +120,11 @@ static void send_answer(req_t *r, const void *data, size_t len, int rma_done)
     xp_status_t rc = xp_eng_send(r->src, &a, data, len, NULL, 0, 1);
     if (rc != XP_OK)
         xp_warn("answer to rank %d failed: %s", r->src, xp_status_string(rc));
+    if (rc != XP_OK && (reply_flags & XP_PKT_F_BOUNCE)) { /* nobody will read it */
+        xp_seg_t s;
+        memcpy(&s, data, sizeof(s));
+        xp_tl_bounce_cancel(r->src, (void *)(uintptr_t)s.addr);
+    }
 }
 
 static void fill_event(req_t *r, ptl_event_t *ev, ptl_event_kind_t type)
@@ -332,7 +339,24 @@ static inline void deliver_put(req_t *r)
         xp_region_write(&r->le->region, r->offset, r->payload, r->mlength);
 }
 
-/* Serve a get: inline reply data, or write into the initiator's segments. */
+/* A large get's data staged in a bounce block of ours (xp_tl_bounce_alloc)
+ * that the initiator copies out when the REPLY comes, instead of a write
+ * into its memory that pins its pages. 0: no block (write it then). */
+static int get_bounce(req_t *r)
+{
+    void *b = r->mlength && (xp_tl_caps(r->src) & XP_TL_CAP_RMA)
+                  ? xp_tl_bounce_alloc(r->src, (size_t)r->mlength)
+                  : NULL;
+    if (!b)
+        return 0;
+    xp_region_read(&r->le->region, r->offset, b, r->mlength);
+    xp_seg_t s = { .addr = (uint64_t)(uintptr_t)b, .len = r->mlength };
+    answer(r, &s, sizeof(s), XP_PKT_F_RMA | XP_PKT_F_BOUNCE);
+    return 1;
+}
+
+/* Serve a get: inline reply data, a bounce block, or a write into the
+ * initiator's segments. */
 static void serve_get(req_t *r)
 {
     const xp_pkt_t *h = r->h;
@@ -342,6 +366,8 @@ static void serve_get(req_t *r)
         answer(r, buf, r->mlength, 0);
         return;
     }
+    if (get_bounce(r))
+        return;
     struct iovec local[MAX_IOV], remote[MAX_IOV];
     int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
     int nr = initiator_iov(r, remote);
@@ -350,7 +376,7 @@ static void serve_get(req_t *r)
                  (size_t)r->mlength);
         r->fail = PTL_NI_SEGV;
     }
-    answer(r, NULL, 0, 1);
+    answer(r, NULL, 0, XP_PKT_F_RMA);
 }
 
 /* Whether an atomic may skip the process-wide atomic lock: its elements are
