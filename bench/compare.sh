@@ -20,7 +20,7 @@ usage() {
 usage: compare.sh [options]
   --rounds R      rounds of interleaved trials (default 5; 2 with --quick)
   --quick         fewer rounds and iterations: well under a minute
-  --full          latency over a size sweep (8 B .. 64 KiB) instead of 8 B only
+  --full          latency over a size sweep (8 B .. 256 KiB) instead of 8 B only
   --prefix DIR    Xportals install prefix or build directory (bin/xprun,
                   libexec/xportals/); default: the tree this script lies in
   --workdir DIR   where MPI programs are built and logs kept
@@ -90,7 +90,7 @@ if [ "$quick" = 1 ]; then
 else
     LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 TRIAL_TIMEOUT=60
 fi
-if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 65536"; else LAT_SIZES="8"; fi
+if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 32768 65536 262144"; else LAT_SIZES="8"; fi
 BW_SIZES="1048576 4194304"
 MR_SIZE=8
 
