@@ -741,6 +741,13 @@ xp_shmheap_t *xp_shm_heap(void)
     return s && s->heap.base ? &s->heap : NULL;
 }
 
+void xp_shm_heap_reclaim(void)
+{
+    shm_tl_t *s = (shm_tl_t *)xp_tl_instance(&xp_tl_shm_ops);
+    if (s)
+        xp_shm_bounce_reclaim(s);
+}
+
 const xp_tl_ops_t xp_tl_shm_ops = {
     .size = sizeof(xp_tl_ops_t),
     .name = "shm",

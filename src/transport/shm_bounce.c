@@ -123,6 +123,16 @@ void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len)
     return blk ? blk + BOUNCE_HDR : NULL;
 }
 
+void xp_shm_bounce_reclaim(shm_tl_t *s)
+{
+    xp_shm_bounce_t *b = &s->bounce;
+    if (!b->list)
+        return;
+    pthread_mutex_lock(&b->lock);
+    sweep_all(s);
+    pthread_mutex_unlock(&b->lock);
+}
+
 /* Our own block at addr, whose request was never sent: done. */
 static void cancel(shm_tl_t *s, uint64_t addr)
 {

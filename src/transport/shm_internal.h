@@ -136,5 +136,7 @@ void xp_shm_bounce_init(shm_tl_t *s);
 void xp_shm_bounce_fini(shm_tl_t *s);
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);
 void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr);
+/* Free every bounce block that has been read (xp_shm_heap_reclaim). */
+void xp_shm_bounce_reclaim(shm_tl_t *s);
 
 #endif

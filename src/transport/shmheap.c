@@ -128,7 +128,14 @@ xp_status_t xp_shmheap_free(xp_shmheap_t *heap, void *ptr)
 void *xp_shmalloc(size_t size)
 {
     xp_shmheap_t *h = xp_shm_heap();
-    return h ? xp_shmheap_alloc(h, size) : NULL;
+    if (!h)
+        return NULL;
+    void *p = xp_shmheap_alloc(h, size);
+    if (!p) { /* read bounce blocks are only freed lazily */
+        xp_shm_heap_reclaim();
+        p = xp_shmheap_alloc(h, size);
+    }
+    return p;
 }
 
 void xp_shfree(void *ptr)

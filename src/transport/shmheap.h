@@ -53,6 +53,9 @@ static inline int xp_shmheap_in(uint64_t base, size_t size, uint64_t addr, size_
 
 /* The heap of this process's open shm transport, NULL if none (shm.c). */
 xp_shmheap_t *xp_shm_heap(void);
+/* Free what that transport's bounce blocks (shm_bounce.c) no longer need,
+ * so that a failing xp_shmalloc can try again. */
+void xp_shm_heap_reclaim(void);
 
 /* The open instance of transport `ops`, NULL if it is not open (transport.c). */
 xp_tl_t *xp_tl_instance(const xp_tl_ops_t *ops);
