@@ -665,8 +665,13 @@ static void undeliverable(xp_md_t *md, const xp_pkt_t *h, int expects_answer, xp
 static int put_bounce(int rank, xp_md_t *md, xp_pkt_t *h, ptl_size_t local_offset,
                       ptl_size_t length, void *user_ptr, int answer, xp_status_t *rc)
 {
-    /* (The target reads the block with xp_tl_readv, as any RMA segment.) */
-    void *b = (xp_tl_caps(rank) & XP_TL_CAP_RMA) ? xp_tl_bounce_alloc(rank, (size_t)length) : NULL;
+    /* (The target reads the block with xp_tl_readv, as any RMA segment.)
+     * Data in our shared heap already: the target copies it from there. */
+    if (!(xp_tl_caps(rank) & XP_TL_CAP_RMA) ||
+        (!md->region.iov && xp_tl_direct_ours(rank, xp_region_addr(&md->region, local_offset),
+                                              (size_t)length)))
+        return 0;
+    void *b = xp_tl_bounce_alloc(rank, (size_t)length);
     if (!b)
         return 0;
     xp_region_read(&md->region, local_offset, b, length);

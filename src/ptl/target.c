@@ -341,10 +341,13 @@ static inline void deliver_put(req_t *r)
 
 /* A large get's data staged in a bounce block of ours (xp_tl_bounce_alloc)
  * that the initiator copies out when the REPLY comes, instead of a write
- * into its memory that pins its pages. 0: no block (write it then). */
-static int get_bounce(req_t *r)
+ * into its memory that pins its pages. 0: no block (write it then; also
+ * when that write is a memcpy already: the initiator's buffer lies in its
+ * shared heap). */
+static int get_bounce(req_t *r, const struct iovec *remote, int nr)
 {
-    void *b = r->mlength && (xp_tl_caps(r->src) & XP_TL_CAP_RMA)
+    void *b = r->mlength && (xp_tl_caps(r->src) & XP_TL_CAP_RMA) &&
+                      !xp_tl_direct_theirs(r->src, remote, nr)
                   ? xp_tl_bounce_alloc(r->src, (size_t)r->mlength)
                   : NULL;
     if (!b)
@@ -366,11 +369,11 @@ static void serve_get(req_t *r)
         answer(r, buf, r->mlength, 0);
         return;
     }
-    if (get_bounce(r))
-        return;
     struct iovec local[MAX_IOV], remote[MAX_IOV];
-    int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
     int nr = initiator_iov(r, remote);
+    if (get_bounce(r, remote, nr))
+        return;
+    int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
     if (r->mlength && (nl < 0 || xp_tl_writev(r->src, local, nl, remote, nr) != XP_OK)) {
         xp_error("get from rank %d: single-copy write of %zu bytes failed", r->src,
                  (size_t)r->mlength);

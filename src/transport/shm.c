@@ -771,4 +771,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .inplace_excl = shm_inplace_excl,
     .bounce_alloc = xp_shm_bounce_alloc,
     .bounce_done = xp_shm_bounce_done,
+    .direct = xp_shm_direct,
 };

@@ -123,6 +123,18 @@ void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len)
     return blk ? blk + BOUNCE_HDR : NULL;
 }
 
+int xp_shm_direct(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    if (rank < 0 || rank >= s->size || rank == s->rank)
+        return 0;
+    const shm_peer_t *p = &s->peers[rank];
+    /* (Ours: only if that peer has mapped our heap; we cannot tell, and
+     * when it has not, its copy still works, with process_vm_readv.) */
+    return theirs ? p->heap.base && xp_shmheap_in(p->heap_remote, p->heap.size, addr, len)
+                  : xp_shmheap_in((uintptr_t)s->heap.base, s->heap.size, addr, len);
+}
+
 void xp_shm_bounce_reclaim(shm_tl_t *s)
 {
     xp_shm_bounce_t *b = &s->bounce;

@@ -136,6 +136,7 @@ void xp_shm_bounce_init(shm_tl_t *s);
 void xp_shm_bounce_fini(shm_tl_t *s);
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);
 void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr);
+int xp_shm_direct(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs);
 /* Free every bounce block that has been read (xp_shm_heap_reclaim). */
 void xp_shm_bounce_reclaim(shm_tl_t *s);
 

@@ -357,6 +357,23 @@ void xp_tl_bounce_cancel(int rank, void *buf)
         r->ops->bounce_done(r->tl, -1, (uint64_t)(uintptr_t)buf);
 }
 
+int xp_tl_direct_ours(int rank, const void *p, size_t len)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    return r && OPS_HAS(r->ops, direct) && r->ops->direct(r->tl, rank, (uintptr_t)p, len, 0);
+}
+
+int xp_tl_direct_theirs(int rank, const struct iovec *segs, int n)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (!r || !OPS_HAS(r->ops, direct) || n <= 0)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (!r->ops->direct(r->tl, rank, (uintptr_t)segs[i].iov_base, segs[i].iov_len, 1))
+            return 0;
+    return 1;
+}
+
 xp_tl_t *xp_tl_instance(const xp_tl_ops_t *ops)
 {
     struct xp_tl_state *st = xp_ctx.tl;

@@ -132,6 +132,11 @@ typedef struct xp_tl_ops {
      * address in rank); a bad address is ignored. rank -1: a block of ours
      * whose request could not be sent. */
     void (*bounce_done)(xp_tl_t *tl, int rank, uint64_t addr);
+    /* Nonzero if an RMA copy between rank and [addr, addr+len) is a plain
+     * memcpy already (shm: the range lies in a shared heap): then staging
+     * it in a bounce block would only add a copy. theirs: addr is an
+     * address in rank; else one of ours. */
+    int (*direct)(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -298,6 +303,10 @@ void *xp_tl_bounce_alloc(int rank, size_t len);
 void xp_tl_bounce_done(int rank, uint64_t addr);
 /* Give back a block of xp_tl_bounce_alloc(rank, ...) whose request was not sent. */
 void xp_tl_bounce_cancel(int rank, void *buf);
+/* The route's direct (xp_tl_ops_t) for our [p, p+len) / rank's segments
+ * (all of them); 0 when its transport has none. */
+int xp_tl_direct_ours(int rank, const void *p, size_t len);
+int xp_tl_direct_theirs(int rank, const struct iovec *segs, int n);
 /* The process doorbell (in shared memory, so peers can ring it). Senders
  * only pay for seq++ and a futex wake when `sleepers` is nonzero. With
  * XP_SHM_ASYM_FENCE=1, shm senders do not even fence before looking (the
