@@ -1,0 +1,462 @@
+/*
+ * mp_bounce - PtlPut through shm bounce blocks (XP_SHM_BOUNCE_MAX), 2 ranks.
+ *
+ * Rank 0 puts, rank 1 is the target. Sizes around the edges: one packet,
+ * just above it, up to XP_SHM_BOUNCE_MAX and just above it (plain RMA then),
+ * every byte checked, odd local and remote offsets, bytes around untouched.
+ * Initiator: SEND (and, with PTL_ACK_REQ, ACK after it) with the lengths
+ * and offsets of the put, from a contiguous and a PTL_IOVEC MD; target: the
+ * PUT event's lengths and start. Also truncation by a short LE, puts dropped
+ * at the target (no entry, no PT, a disabled PT) whose blocks must still
+ * come back (20 blocks of 1 MiB allocated afterwards), and 4 threads
+ * putting at once. With XP_SHM_BOUNCE_MAX=0 the same puts go as plain RMA.
+ */
+#include <portals4.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/transport.h"
+#include "util/config.h"
+#include "xp_test.h"
+#include "xportals/xp.h"
+
+#define PT_LE 5       /* persistent LE over tgt */
+#define PT_SHORT 6    /* an LE of SHORT_LEN bytes over tgt2: truncation */
+#define PT_EMPTY 7    /* allocated, no entry: dropped */
+#define PT_OFF 8      /* an LE, but the PT disabled */
+#define PT_GETONLY 9  /* an LE that takes no puts: operation violation */
+#define PT_NONE 20    /* never allocated */
+#define BUF (24u << 20)
+#define SHORT_LEN ((512u << 10) + 5)
+#define WAIT_MS 5000
+#define MIB (1u << 20)
+#define NSEG 3
+#define NDROP 100
+#define NTHREADS 4
+#define PER_THREAD 40
+#define EQ_LEN 2048
+
+static const size_t sizes[] = {1000, 32 * 1024 - 79, 32768, 65536 + 3, MIB, 2 * MIB - 64,
+                               2 * MIB - 63, 2 * MIB, 2 * MIB + 1};
+enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+
+typedef struct ctx {
+    ptl_handle_ni_t ni;
+    ptl_handle_eq_t eq; /* rank 0: the MDs'; rank 1: the PTs' */
+    ptl_handle_ct_t ct;
+    ptl_process_t peer;
+    int rank;
+    unsigned char *src, *tgt, *tgt2;
+    ptl_iovec_t src_iov[NSEG];
+} ctx_t;
+
+static unsigned char byte_of(size_t i)
+{
+    return (unsigned char)(i * 131u + 7u + (i >> 12));
+}
+
+static size_t roff_of(int k)
+{
+    size_t off = 4096 + 3;
+    for (int i = 0; i < k; i++)
+        off += sizes[i] + 4096 + 1;
+    return off;
+}
+
+static size_t loff_of(int k)
+{
+    return roff_of(k) + 1000 + (size_t)k;
+}
+
+/* Puts that go inline (sizes[0]) or through a bounce block (see put_sizes). */
+static int bounced(int k)
+{
+    size_t max = xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0;
+    return k == 0 || (sizes[k] <= max && max);
+}
+
+static void *tag(int k)
+{
+    return (void *)(uintptr_t)(k + 1);
+}
+
+static ptl_event_t next_event(ptl_handle_eq_t eq, const char *what)
+{
+    ptl_event_t ev;
+    unsigned which;
+    int rc = PtlEQPoll(&eq, 1, WAIT_MS, &ev, &which);
+    if (rc != PTL_OK)
+        fprintf(stderr, "rank %d: %s: PtlEQPoll rc %d\n", xp_rank(), what, rc);
+    XP_REQUIRE(rc == PTL_OK);
+    return ev;
+}
+
+static void expect_no_event(ptl_handle_eq_t eq)
+{
+    ptl_event_t ev;
+    int rc = PtlEQGet(eq, &ev);
+    if (rc != PTL_EQ_EMPTY)
+        fprintf(stderr, "rank %d: unexpected event type %d (rc %d)\n", xp_rank(), ev.type, rc);
+    XP_CHECK_EQ(rc, PTL_EQ_EMPTY);
+}
+
+/* dst[0, n) equals src bytes from offset so; the bytes just before and after are zero. */
+static void check_landed(const unsigned char *dst, size_t n, size_t so, const char *what, size_t k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (dst[i] != byte_of(so + i)) {
+            fprintf(stderr, "%s %zu (%zu bytes): byte %zu is %u, want %u\n", what, k, n, i,
+                    dst[i], byte_of(so + i));
+            XP_CHECK(0);
+            return;
+        }
+    XP_CHECK_EQ(dst[-1], 0);
+    XP_CHECK_EQ(dst[n], 0);
+}
+
+static void append(ctx_t *c, ptl_pt_index_t pt, void *start, ptl_size_t len, unsigned op)
+{
+    ptl_handle_le_t h;
+    ptl_le_t le = {.start = start, .length = len, .ct_handle = PTL_CT_NONE, .uid = PTL_UID_ANY,
+                   .options = op | PTL_LE_EVENT_LINK_DISABLE};
+    XP_REQUIRE(PtlLEAppend(c->ni, pt, &le, PTL_PRIORITY_LIST, NULL, &h) == PTL_OK);
+}
+
+static void pt_alloc(ctx_t *c, ptl_pt_index_t pt)
+{
+    ptl_pt_index_t got;
+    XP_REQUIRE(PtlPTAlloc(c->ni, 0, c->eq, pt, &got) == PTL_OK);
+}
+
+static ptl_handle_md_t bind(ctx_t *c, int iov, ptl_handle_ct_t ct, ptl_handle_eq_t eq)
+{
+    ptl_handle_md_t h;
+    ptl_md_t md = {.start = iov ? (void *)c->src_iov : c->src, .length = iov ? NSEG : BUF,
+                   .options = PTL_MD_EVENT_CT_ACK | (iov ? PTL_IOVEC : 0),
+                   .eq_handle = eq, .ct_handle = ct};
+    XP_REQUIRE(PtlMDBind(c->ni, &md, &h) == PTL_OK);
+    return h;
+}
+
+/* ---- rank 1: the target ---- */
+
+static void target_setup(ctx_t *c)
+{
+    XP_REQUIRE(PtlEQAlloc(c->ni, EQ_LEN, &c->eq) == PTL_OK);
+    pt_alloc(c, PT_LE);
+    append(c, PT_LE, c->tgt, BUF, PTL_LE_OP_PUT);
+    pt_alloc(c, PT_SHORT);
+    append(c, PT_SHORT, c->tgt2, SHORT_LEN, PTL_LE_OP_PUT);
+    pt_alloc(c, PT_EMPTY);
+    pt_alloc(c, PT_OFF);
+    append(c, PT_OFF, c->tgt2, BUF, PTL_LE_OP_PUT);
+    XP_REQUIRE(PtlPTDisable(c->ni, PT_OFF) == PTL_OK);
+    pt_alloc(c, PT_GETONLY);
+    append(c, PT_GETONLY, c->tgt2, BUF, PTL_LE_OP_GET);
+}
+
+/* A PUT event for each size (a plain RMA put may complete after a later
+ * bounce one: matched by offset). */
+static void target_sizes(ctx_t *c, const char *what)
+{
+    int seen[NSIZES] = {0};
+    for (int n = 0; n < NSIZES; n++) {
+        ptl_event_t ev = next_event(c->eq, what);
+        int k = 0;
+        while (k < NSIZES - 1 && roff_of(k) != ev.remote_offset)
+            k++;
+        XP_CHECK_EQ(ev.remote_offset, roff_of(k));
+        XP_CHECK_EQ(seen[k]++, 0);
+        XP_CHECK_EQ(ev.type, PTL_EVENT_PUT);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        XP_CHECK_EQ(ev.rlength, sizes[k]);
+        XP_CHECK_EQ(ev.mlength, sizes[k]);
+        XP_CHECK(ev.start == c->tgt + roff_of(k));
+        XP_CHECK_EQ(ev.pt_index, PT_LE);
+    }
+    for (int k = 0; k < NSIZES; k++)
+        check_landed(c->tgt + roff_of(k), sizes[k], loff_of(k), what, (size_t)k);
+    memset(c->tgt, 0, BUF);
+}
+
+/* Truncated puts: mlength = what the LE has from the offset on. */
+static void target_short(ctx_t *c)
+{
+    static const size_t roff[] = {0, 1000};
+    for (int k = 0; k < 2; k++) {
+        ptl_event_t ev = next_event(c->eq, "truncated put");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_PUT);
+        XP_CHECK_EQ(ev.rlength, MIB);
+        XP_CHECK_EQ(ev.mlength, SHORT_LEN - roff[k]);
+        XP_CHECK(ev.start == c->tgt2 + roff[k]);
+    }
+}
+
+/* After every put: the truncated ones' bytes, and none beyond the LE (nor
+ * from the puts to the disabled PT or the get-only LE, which cover tgt2 too). */
+static void check_short(const ctx_t *c)
+{
+    /* The second put (from local offset 7) overwrote the first from 1000 on. */
+    for (size_t i = 0; i < SHORT_LEN; i++)
+        if (c->tgt2[i] != byte_of(i < 1000 ? i : i - 1000 + 7)) {
+            fprintf(stderr, "truncated: byte %zu is %u\n", i, c->tgt2[i]);
+            XP_CHECK(0);
+            break;
+        }
+    for (size_t i = SHORT_LEN; i < 4 * MIB; i++)
+        if (c->tgt2[i]) {
+            fprintf(stderr, "truncated: byte %zu beyond the LE is %u\n", i, c->tgt2[i]);
+            XP_CHECK(0);
+            break;
+        }
+}
+
+/* ---- rank 0: the initiator ---- */
+
+/* One put per size; SEND first, then (acked) ACK, per put, in put order
+ * for each put (events of different puts may interleave). */
+static void put_sizes(ctx_t *c, int iov, ptl_ack_req_t ack)
+{
+    ptl_handle_md_t md = bind(c, iov, c->ct, c->eq);
+    for (int k = 0; k < NSIZES; k++)
+        XP_CHECK_EQ(PtlPut(md, loff_of(k), sizes[k], ack, c->peer, PT_LE, 0, roff_of(k), tag(k),
+                           0),
+                    PTL_OK);
+    int sent[NSIZES] = {0}, acked[NSIZES] = {0};
+    int want = ack == PTL_ACK_REQ ? 2 * NSIZES : NSIZES;
+    for (int n = 0; n < want; n++) {
+        ptl_event_t ev = next_event(c->eq, "put");
+        int k = (int)((uintptr_t)ev.user_ptr - 1);
+        XP_REQUIRE(k >= 0 && k < NSIZES);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        if (ev.type == PTL_EVENT_SEND) {
+            XP_CHECK_EQ(sent[k]++, 0);
+            /* The spec leaves a SEND event's mlength open; the engine's
+             * says which path the put took: inline and bounce puts 0, plain
+             * RMA ones (posted from the ACK) the length. So this checks that
+             * every size from above one packet to XP_SHM_BOUNCE_MAX bounced. */
+            XP_CHECK_EQ(ev.mlength, bounced(k) ? 0 : sizes[k]);
+            XP_CHECK_EQ(ev.rlength, sizes[k]);
+        } else {
+            XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
+            XP_CHECK_EQ(ack, PTL_ACK_REQ);
+            XP_CHECK_EQ(sent[k], 1); /* ACK after SEND */
+            XP_CHECK_EQ(acked[k]++, 0);
+            XP_CHECK_EQ(ev.mlength, sizes[k]);
+            XP_CHECK_EQ(ev.rlength, sizes[k]);
+            XP_CHECK_EQ(ev.remote_offset, roff_of(k));
+        }
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK); /* the target has seen every put */
+    expect_no_event(c->eq);
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+}
+
+static void put_short(ctx_t *c)
+{
+    ptl_handle_md_t md = bind(c, 0, c->ct, c->eq);
+    static const size_t roff[] = {0, 1000}, loff[] = {0, 7};
+    for (int k = 0; k < 2; k++) {
+        XP_CHECK_EQ(PtlPut(md, loff[k], MIB, PTL_ACK_REQ, c->peer, PT_SHORT, 0, roff[k], tag(k), 0),
+                    PTL_OK);
+        ptl_event_t ev = next_event(c->eq, "truncated SEND");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
+        ev = next_event(c->eq, "truncated ACK");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        XP_CHECK_EQ(ev.mlength, SHORT_LEN - roff[k]);
+    }
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+}
+
+/* NDROP 1 MiB puts to pt: each ACK fails with `fail`, counted as a failure. */
+static void put_dropped(ctx_t *c, ptl_pt_index_t pt, ptl_ni_fail_t fail)
+{
+    ptl_handle_ct_t ct;
+    XP_REQUIRE(PtlCTAlloc(c->ni, &ct) == PTL_OK);
+    ptl_handle_md_t md = bind(c, 0, ct, c->eq);
+    for (int k = 0; k < NDROP; k++) {
+        XP_CHECK_EQ(PtlPut(md, (size_t)k * 4099, MIB, PTL_ACK_REQ, c->peer, pt, 0, 0, tag(0), 0),
+                    PTL_OK);
+        ptl_event_t ev = next_event(c->eq, "dropped SEND");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
+        ev = next_event(c->eq, "dropped ACK");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
+        if (ev.ni_fail_type != fail)
+            fprintf(stderr, "put to PT %u: ACK fail type %d, want %d\n", pt, ev.ni_fail_type, fail);
+        XP_CHECK_EQ(ev.ni_fail_type, fail);
+        XP_CHECK_EQ(ev.mlength, 0);
+    }
+    ptl_ct_event_t v;
+    XP_CHECK_EQ(PtlCTGet(ct, &v), PTL_OK);
+    XP_CHECK_EQ(v.success, 0);
+    XP_CHECK_EQ(v.failure, NDROP);
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+    XP_CHECK_EQ(PtlCTFree(ct), PTL_OK);
+}
+
+/* Every dropped put's block came back: 20 blocks of 1 MiB are free. */
+static void check_blocks_back(void)
+{
+    void *b[20];
+    int bounce = xp_config()->shm_heap_size && xp_config()->shm_bounce_max >= MIB;
+    for (int i = 0; i < 20; i++) {
+        b[i] = xp_tl_bounce_alloc(1, MIB);
+        XP_CHECK(bounce ? b[i] != NULL : b[i] == NULL);
+    }
+    for (int i = 0; i < 20; i++)
+        if (b[i])
+            xp_tl_bounce_cancel(1, b[i]);
+}
+
+typedef struct thr {
+    pthread_t t;
+    ctx_t *c;
+    int id, rc;
+} thr_t;
+
+/* Slot of put i of thread t in the target: distinct, odd offsets; sizes
+ * between one packet and ~100 KiB. */
+#define SLOT (BUF / (NTHREADS * PER_THREAD))
+static size_t thr_len(int t, int i)
+{
+    return 33000 + (size_t)((t * PER_THREAD + i) * 2711) % (SLOT - 33000 - 8);
+}
+
+static void *thr_main(void *arg)
+{
+    thr_t *th = arg;
+    ptl_handle_ct_t ct;
+    XP_REQUIRE(PtlCTAlloc(th->c->ni, &ct) == PTL_OK);
+    ptl_handle_md_t md = bind(th->c, 0, ct, PTL_EQ_NONE);
+    for (int i = 0; i < PER_THREAD; i++) {
+        size_t slot = (size_t)(th->id * PER_THREAD + i) * SLOT;
+        if (PtlPut(md, slot + 5, thr_len(th->id, i), PTL_CT_ACK_REQ, th->c->peer, PT_LE, 0,
+                   slot + 1, NULL, 0) != PTL_OK)
+            th->rc = -1;
+    }
+    ptl_ct_event_t v;
+    ptl_size_t test = PER_THREAD;
+    unsigned which;
+    if (PtlCTPoll(&ct, &test, 1, WAIT_MS, &v, &which) != PTL_OK || v.success != PER_THREAD ||
+        v.failure)
+        th->rc = -2;
+    PtlMDRelease(md);
+    PtlCTFree(ct);
+    return NULL;
+}
+
+static void put_threads(ctx_t *c)
+{
+    thr_t th[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        th[t] = (thr_t){.c = c, .id = t};
+        XP_REQUIRE(pthread_create(&th[t].t, NULL, thr_main, &th[t]) == 0);
+    }
+    for (int t = 0; t < NTHREADS; t++) {
+        pthread_join(th[t].t, NULL);
+        XP_CHECK_EQ(th[t].rc, 0);
+    }
+}
+
+static void target_threads(ctx_t *c)
+{
+    for (int n = 0; n < NTHREADS * PER_THREAD; n++) {
+        ptl_event_t ev = next_event(c->eq, "threads' put");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_PUT);
+        XP_CHECK_EQ(ev.mlength, ev.rlength);
+    }
+    for (int t = 0; t < NTHREADS; t++)
+        for (int i = 0; i < PER_THREAD; i++) {
+            size_t slot = (size_t)(t * PER_THREAD + i) * SLOT;
+            check_landed(c->tgt + slot + 1, thr_len(t, i), slot + 5, "thread put",
+                         (size_t)(t * PER_THREAD + i));
+        }
+}
+
+/* ---- both ---- */
+
+static void setup(ctx_t *c)
+{
+    ptl_process_t me;
+    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
+                         NULL, NULL, &c->ni) == PTL_OK);
+    XP_REQUIRE(PtlGetId(c->ni, &me) == PTL_OK);
+    c->rank = (int)me.rank;
+    c->peer.rank = (ptl_rank_t)(1 - c->rank);
+    c->src = malloc(BUF);
+    c->tgt = calloc(1, BUF + 2);
+    c->tgt2 = calloc(1, BUF);
+    XP_REQUIRE(c->src && c->tgt && c->tgt2);
+    c->tgt++; /* check_landed looks one byte before a put at offset 0 */
+    for (size_t i = 0; i < BUF; i++)
+        c->src[i] = byte_of(i);
+    /* Three odd segments over src (the MD's offsets are the same). */
+    size_t a = 40000 + 1, b = (3u << 20) + 77;
+    c->src_iov[0] = (ptl_iovec_t){c->src, a};
+    c->src_iov[1] = (ptl_iovec_t){c->src + a, b};
+    c->src_iov[2] = (ptl_iovec_t){c->src + a + b, BUF - a - b};
+    if (c->rank == 0) {
+        XP_REQUIRE(PtlEQAlloc(c->ni, EQ_LEN, &c->eq) == PTL_OK);
+        XP_REQUIRE(PtlCTAlloc(c->ni, &c->ct) == PTL_OK);
+    } else {
+        target_setup(c);
+    }
+}
+
+static void run(ctx_t *c)
+{
+    static const struct {
+        int iov;
+        ptl_ack_req_t ack;
+    } rounds[] = {{0, PTL_ACK_REQ}, {0, PTL_NO_ACK_REQ}, {1, PTL_ACK_REQ}, {1, PTL_NO_ACK_REQ}};
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    for (size_t r = 0; r < sizeof rounds / sizeof rounds[0]; r++) {
+        if (c->rank == 0) {
+            put_sizes(c, rounds[r].iov, rounds[r].ack);
+        } else {
+            target_sizes(c, rounds[r].iov ? "iovec put" : "put");
+            XP_REQUIRE(xp_barrier() == XP_OK);
+        }
+        XP_REQUIRE(xp_barrier() == XP_OK);
+    }
+    if (c->rank == 0) {
+        put_short(c);
+        put_dropped(c, PT_EMPTY, PTL_NI_DROPPED);
+        put_dropped(c, PT_NONE, PTL_NI_DROPPED);
+        put_dropped(c, PT_OFF, PTL_NI_PT_DISABLED);
+        put_dropped(c, PT_GETONLY, PTL_NI_OP_VIOLATION);
+        check_blocks_back();
+        put_threads(c);
+    } else {
+        target_short(c);
+        target_threads(c);
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank == 1) {
+        expect_no_event(c->eq); /* dropped puts post nothing at the target */
+        check_short(c);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    XP_REQUIRE(PtlInit() == PTL_OK);
+    if (xp_size() != 2)
+        XP_TEST_SKIP("needs exactly 2 ranks");
+    setup(&c);
+    run(&c);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    PtlNIFini(c.ni);
+    PtlFini();
+    free(c.src);
+    free(c.tgt - 1);
+    free(c.tgt2);
+    return xp_test_result();
+}

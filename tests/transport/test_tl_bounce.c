@@ -1,0 +1,347 @@
+/*
+ * test_tl_bounce - shm bounce blocks (xp_tl_bounce_alloc / done / cancel)
+ * between two processes under xprun.
+ *
+ * Rank 0 owns the blocks and drives; rank 1 serves its commands: it copies
+ * a block out with xp_tl_readv and checks every byte, hands blocks back
+ * (xp_tl_bounce_done), or sends bad dones that the owner must ignore.
+ * Checked: the allocation limits (length 0, above XP_SHM_BOUNCE_MAX, own and
+ * bad ranks), many more round trips than fit under the cap at once (so the
+ * owner must reclaim done blocks), the cap itself (a quarter of
+ * XP_SHM_HEAP_SIZE, derived from the configuration), the list limit (1024
+ * small blocks), bad done addresses, and cancel. With XP_SHM_BOUNCE_MAX=0
+ * every allocation must fail.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "transport/transport.h"
+#include "util/config.h"
+#include "xp_test.h"
+#include "xportals/xp.h"
+
+#define MIB (1u << 20)
+#define ROUNDS 200
+#define WINDOW 4       /* blocks in flight in the round trips */
+#define MAX_BLOCKS 2048 /* more than the owner's list holds (1024) */
+#define LIST_MAX 1024
+#define WAIT_S 10
+
+enum { CMD_CHECK = 1, CMD_DONE, CMD_BAD_DONE, CMD_QUIT, CMD_ACK };
+
+typedef struct msg {
+    uint32_t kind, seq;
+    uint64_t addr, len;
+    uint32_t status; /* CMD_ACK: 0 ok, else how many checks failed */
+} msg_t;
+
+/* Messages that arrived (the handler runs inside xp_tl_progress). */
+#define QLEN 64
+typedef struct rx {
+    msg_t q[QLEN];
+    unsigned head, tail;
+    long bad;
+} rx_t;
+
+static void on_packet(void *arg, int src, const void *pkt, size_t len)
+{
+    rx_t *rx = arg;
+    if (len != sizeof(msg_t) || src != 1 - xp_rank() || rx->tail - rx->head >= QLEN) {
+        rx->bad++;
+        return;
+    }
+    memcpy(&rx->q[rx->tail++ % QLEN], pkt, sizeof(msg_t));
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void send_msg(int dst, msg_t m)
+{
+    xp_status_t st;
+    double t0 = now_s();
+    while ((st = xp_tl_send(dst, &m, sizeof m, NULL, 0)) == XP_ERR_AGAIN) {
+        xp_tl_progress();
+        XP_REQUIRE(now_s() - t0 < WAIT_S);
+    }
+    XP_REQUIRE(st == XP_OK);
+}
+
+/* The next message, within WAIT_S seconds (a lost message fails, not hangs). */
+static msg_t next_msg(rx_t *rx)
+{
+    double t0 = now_s();
+    while (rx->head == rx->tail) {
+        xp_tl_progress();
+        XP_REQUIRE(now_s() - t0 < WAIT_S);
+    }
+    XP_REQUIRE(rx->bad == 0);
+    return rx->q[rx->head++ % QLEN];
+}
+
+/* Rank 0: one command to rank 1, and its acknowledgement. */
+static void command(rx_t *rx, uint32_t kind, uint32_t seq, void *buf, uint64_t len)
+{
+    send_msg(1, (msg_t){kind, seq, (uintptr_t)buf, len, 0});
+    msg_t a = next_msg(rx);
+    XP_CHECK_EQ(a.kind, CMD_ACK);
+    XP_CHECK_EQ(a.seq, seq);
+    XP_CHECK_EQ(a.status, 0);
+}
+
+static unsigned char byte_of(uint32_t seq, size_t i)
+{
+    return (unsigned char)(seq * 29u + i * 7u + (i >> 11));
+}
+
+static void fill(unsigned char *p, size_t n, uint32_t seq)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = byte_of(seq, i);
+}
+
+/* Heap blocks (a power of two of header + data, at least 256) that one
+ * allocation of len takes; the cap is a quarter of the heap. */
+static size_t blocks_under_cap(size_t len)
+{
+    size_t size = 256;
+    while (size < 64 + len)
+        size *= 2;
+    return (size_t)(xp_config()->shm_heap_size / 4 / size);
+}
+
+/* ---- rank 1: the reader ---- */
+
+/* Copy the block out (as the engine's target does) and check every byte. */
+static uint32_t serve_check(const msg_t *m)
+{
+    unsigned char *buf = malloc(m->len);
+    XP_REQUIRE(buf);
+    struct iovec l = {buf, m->len}, r = {(void *)(uintptr_t)m->addr, m->len};
+    uint32_t fails = 0;
+    if (xp_tl_readv(0, &l, 1, &r, 1) != XP_OK)
+        fails++;
+    for (size_t i = 0; !fails && i < m->len; i++)
+        if (buf[i] != byte_of(m->seq, i)) {
+            fprintf(stderr, "rank 1: block %u byte %zu is %u, want %u\n", m->seq, i, buf[i],
+                    byte_of(m->seq, i));
+            fails++;
+        }
+    free(buf);
+    xp_tl_bounce_done(0, m->addr);
+    return fails;
+}
+
+/* Dones that name no block of rank 0 (or the wrong rank): all ignored. */
+static void serve_bad_done(const msg_t *m)
+{
+    static char not_heap[4096];
+    uint64_t a = m->addr, far = 4 * (uint64_t)xp_config()->shm_heap_size;
+    /* far keeps a's alignment to heap blocks but leaves the heap. */
+    uint64_t bad[] = {0, 1, 63, 64, UINT64_MAX, UINT64_MAX - 63, a + 1, a - 1, a + 64, a - 64,
+                      a + 32, a + far, a - far, (uintptr_t)not_heap + 64};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        xp_tl_bounce_done(0, bad[i]);
+    xp_tl_bounce_done(1, a);  /* ourselves */
+    xp_tl_bounce_done(2, a);  /* no such rank */
+    xp_tl_bounce_done(-2, a); /* nor that (-1 means cancel inside the transport) */
+}
+
+static void serve(rx_t *rx)
+{
+    for (;;) {
+        msg_t m = next_msg(rx);
+        msg_t a = {CMD_ACK, m.seq, 0, 0, 0};
+        if (m.kind == CMD_CHECK)
+            a.status = serve_check(&m);
+        else if (m.kind == CMD_DONE)
+            xp_tl_bounce_done(0, m.addr);
+        else if (m.kind == CMD_BAD_DONE)
+            serve_bad_done(&m);
+        else if (m.kind != CMD_QUIT)
+            a.status = 1;
+        send_msg(0, a);
+        if (m.kind == CMD_QUIT)
+            return;
+    }
+}
+
+/* ---- rank 0: the owner ---- */
+
+static void check_limits(size_t max)
+{
+    int me = xp_rank(), peer = 1 - me;
+    XP_CHECK(xp_tl_bounce_alloc(peer, 0) == NULL);
+    XP_CHECK(xp_tl_bounce_alloc(peer, max + 1) == NULL);
+    XP_CHECK(xp_tl_bounce_alloc(peer, SIZE_MAX) == NULL);
+    XP_CHECK(xp_tl_bounce_alloc(me, 1) == NULL);
+    XP_CHECK(xp_tl_bounce_alloc(-1, 1) == NULL);
+    XP_CHECK(xp_tl_bounce_alloc(2, 1) == NULL);
+    XP_CHECK(xp_tl_bounce_alloc(1 << 30, 1) == NULL);
+    if (!max)
+        return;
+    /* The largest length works; given back at once. */
+    void *b = xp_tl_bounce_alloc(peer, max);
+    XP_CHECK(b != NULL);
+    if (b)
+        xp_tl_bounce_cancel(peer, b);
+}
+
+/* The next block for the round trips: a window's oldest ones may still be
+ * unread, but never more than the cap holds. */
+static unsigned char *alloc_wait(size_t len)
+{
+    unsigned char *b;
+    double t0 = now_s();
+    while (!(b = xp_tl_bounce_alloc(1, len))) {
+        xp_tl_progress();
+        XP_REQUIRE(now_s() - t0 < WAIT_S);
+    }
+    return b;
+}
+
+/* ROUNDS blocks of 1 MiB (and a few odd sizes), WINDOW in flight: many
+ * times the cap in all, so done blocks must be reclaimed. */
+static void round_trips(rx_t *rx, size_t max)
+{
+    uint32_t sent = 0, acked = 0;
+    while (acked < ROUNDS) {
+        while (sent < ROUNDS && sent - acked < WINDOW) {
+            size_t len = sent % 10 == 9 ? (size_t)(sent * 977u) % max + 1 : MIB;
+            unsigned char *b = alloc_wait(len);
+            fill(b, len, sent);
+            send_msg(1, (msg_t){CMD_CHECK, sent, (uintptr_t)b, len, 0});
+            sent++;
+        }
+        msg_t a = next_msg(rx);
+        XP_CHECK_EQ(a.kind, CMD_ACK);
+        XP_CHECK_EQ(a.seq, acked);
+        XP_CHECK_EQ(a.status, 0);
+        acked++;
+    }
+}
+
+/* Allocate len-byte blocks until refused (at most MAX_BLOCKS); returns how many. */
+static size_t alloc_all(void **blk, size_t len)
+{
+    size_t n = 0;
+    while (n < MAX_BLOCKS && (blk[n] = xp_tl_bounce_alloc(1, len)))
+        n++;
+    return n;
+}
+
+/* A bad done must not write into a block's data either. */
+#define HEAD 4096
+static void check_head(const unsigned char *b, uint32_t seq)
+{
+    for (size_t i = 0; i < HEAD; i++)
+        if (b[i] != byte_of(seq, i)) {
+            fprintf(stderr, "rank 0: block %u byte %zu changed by a bad done\n", seq, i);
+            XP_CHECK(0);
+            return;
+        }
+}
+
+/* The cap without dones; bad dones release nothing; good ones do. */
+static void check_cap_and_dones(rx_t *rx, void **blk)
+{
+    size_t want = blocks_under_cap(MIB);
+    size_t n = alloc_all(blk, MIB);
+    XP_CHECK_EQ(n, want);
+    XP_REQUIRE(n > 0);
+    XP_CHECK(xp_tl_bounce_alloc(1, MIB) == NULL);
+    /* Blocks owned by the list are not released by a done in our own name. */
+    xp_tl_bounce_done(0, (uintptr_t)blk[0]);
+    for (size_t i = 0; i < n; i++) {
+        fill(blk[i], HEAD, (uint32_t)i);
+        command(rx, CMD_BAD_DONE, (uint32_t)i, blk[i], MIB);
+    }
+    XP_CHECK(xp_tl_bounce_alloc(1, MIB) == NULL);
+    for (size_t i = 0; i < n; i++)
+        check_head(blk[i], (uint32_t)i);
+    /* One good done frees exactly one block's room. */
+    command(rx, CMD_DONE, 0, blk[0], MIB);
+    XP_CHECK((blk[0] = xp_tl_bounce_alloc(1, MIB)) != NULL);
+    XP_CHECK(xp_tl_bounce_alloc(1, MIB) == NULL);
+    for (size_t i = 0; i < n; i++)
+        command(rx, CMD_DONE, (uint32_t)i, blk[i], MIB);
+    XP_CHECK_EQ(alloc_all(blk, MIB), want);
+    for (size_t i = 0; i < want; i++)
+        xp_tl_bounce_cancel(1, blk[i]);
+}
+
+/* Cancel gives blocks back without the reader: to the cap, cancel, again;
+ * also the list's limit of 1024 outstanding blocks (small ones). */
+static void check_cancel(void **blk)
+{
+    size_t want = blocks_under_cap(MIB);
+    for (int round = 0; round < 3; round++) {
+        size_t n = alloc_all(blk, MIB);
+        XP_CHECK_EQ(n, want);
+        for (size_t i = 0; i < n; i++)
+            xp_tl_bounce_cancel(1, blk[i]);
+    }
+    size_t small = blocks_under_cap(1) < LIST_MAX ? blocks_under_cap(1) : LIST_MAX;
+    size_t n = alloc_all(blk, 1);
+    XP_CHECK_EQ(n, small);
+    /* Cancelling a foreign or bad address is ignored. */
+    static char not_heap[64];
+    xp_tl_bounce_cancel(1, not_heap);
+    xp_tl_bounce_cancel(1, NULL);
+    XP_CHECK(xp_tl_bounce_alloc(1, 1) == NULL);
+    for (size_t i = 0; i < n; i++)
+        xp_tl_bounce_cancel(1, blk[i]);
+    XP_CHECK_EQ(alloc_all(blk, 1), small);
+    for (size_t i = 0; i < small; i++)
+        xp_tl_bounce_cancel(1, blk[i]);
+}
+
+static void drive(rx_t *rx, size_t max)
+{
+    void **blk = calloc(MAX_BLOCKS, sizeof(void *));
+    XP_REQUIRE(blk);
+    round_trips(rx, max);
+    check_cap_and_dones(rx, blk);
+    check_cancel(blk);
+    command(rx, CMD_QUIT, 0, NULL, 0);
+    fprintf(stderr, "rank 0: %d round trips, cap %zu blocks of 1 MiB, max %zu\n", ROUNDS,
+            blocks_under_cap(MIB), max);
+    free(blk);
+}
+
+int main(int argc, char **argv)
+{
+    XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
+    if (xp_size() != 2)
+        XP_TEST_SKIP("needs exactly 2 ranks");
+    static rx_t rx;
+    XP_REQUIRE(xp_tl_init(on_packet, &rx) == XP_OK);
+    /* No heap (XP_SHM_HEAP_SIZE=0): no blocks either. */
+    size_t max = xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0;
+    if (!(xp_tl_caps(1 - xp_rank()) & XP_TL_CAP_RMA))
+        XP_TEST_SKIP("no RMA route between the ranks");
+    check_limits(max);
+    if (max) {
+        /* Without XP_SHM_BOUNCE_MAX=0 the shm route must offer blocks. */
+        void *b = xp_tl_bounce_alloc(1 - xp_rank(), 1);
+        XP_CHECK(b != NULL);
+        if (b)
+            xp_tl_bounce_cancel(1 - xp_rank(), b);
+    } else {
+        XP_CHECK(xp_tl_bounce_alloc(1 - xp_rank(), MIB) == NULL);
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (max && xp_rank() == 0)
+        drive(&rx, max);
+    else if (max)
+        serve(&rx);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    xp_tl_fini();
+    xp_finalize();
+    return xp_test_result();
+}
