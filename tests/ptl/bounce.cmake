@@ -1,4 +1,4 @@
-# PtlPut through shm bounce blocks (mp_bounce.c): sizes around one packet and
+# PtlPut (and PtlGet) through shm bounce blocks (mp_bounce.c): sizes around one packet and
 # XP_SHM_BOUNCE_MAX, events, iovec MDs, truncation, dropped puts whose blocks
 # must come back, threads; both progress modes, and bounce blocks off. It
 # links the engine's archive (not libportals.so) for xp_tl_bounce_alloc.

@@ -1,15 +1,20 @@
 /*
- * mp_bounce - PtlPut through shm bounce blocks (XP_SHM_BOUNCE_MAX), 2 ranks.
+ * mp_bounce - PtlPut (and PtlGet) through shm bounce blocks
+ * (XP_SHM_BOUNCE_MAX), 2 ranks.
  *
- * Rank 0 puts, rank 1 is the target. Sizes around the edges: one packet,
- * just above it, up to XP_SHM_BOUNCE_MAX and just above it (plain RMA then),
- * every byte checked, odd local and remote offsets, bytes around untouched.
- * Initiator: SEND (and, with PTL_ACK_REQ, ACK after it) with the lengths
- * and offsets of the put, from a contiguous and a PTL_IOVEC MD; target: the
- * PUT event's lengths and start. Also truncation by a short LE, puts dropped
- * at the target (no entry, no PT, a disabled PT) whose blocks must still
- * come back (20 blocks of 1 MiB allocated afterwards), and 4 threads
- * putting at once. With XP_SHM_BOUNCE_MAX=0 the same puts go as plain RMA.
+ * Rank 0 puts and gets, rank 1 is the target. Sizes around the edges: one
+ * packet, just above it, up to XP_SHM_BOUNCE_MAX and just above it (plain
+ * RMA then), every byte checked, odd local and remote offsets, bytes around
+ * untouched. Initiator: SEND (and, with PTL_ACK_REQ, ACK after it) with the
+ * lengths and offsets of the put, from a contiguous, a PTL_IOVEC and a
+ * shared-heap MD (the last never bounces: the SEND event's mlength tells
+ * which path a put took, see put_sizes); REPLY events of gets into a
+ * contiguous and an iovec MD; target: the PUT/GET events' lengths and start.
+ * Also truncation by a short LE (put and get), puts dropped at the target
+ * (no entry, no PT, a disabled PT, a get-only LE) and 100 gets, after which
+ * both sides' blocks must have come back (20 blocks of 1 MiB allocated),
+ * and 4 threads putting at once. With XP_SHM_BOUNCE_MAX=0 the same
+ * operations go as plain RMA.
  */
 #include <portals4.h>
 #include <pthread.h>
@@ -20,6 +25,7 @@
 #include "transport/transport.h"
 #include "util/config.h"
 #include "xp_test.h"
+#include "xportals/shmem.h"
 #include "xportals/xp.h"
 
 #define PT_LE 5       /* persistent LE over tgt */
@@ -27,6 +33,8 @@
 #define PT_EMPTY 7    /* allocated, no entry: dropped */
 #define PT_OFF 8      /* an LE, but the PT disabled */
 #define PT_GETONLY 9  /* an LE that takes no puts: operation violation */
+#define PT_GET 10     /* get-only LE over gsrc */
+#define PT_GSHORT 11  /* get-only LE of SHORT_LEN bytes over gsrc: truncated gets */
 #define PT_NONE 20    /* never allocated */
 #define BUF (24u << 20)
 #define SHORT_LEN ((512u << 10) + 5)
@@ -37,6 +45,7 @@
 #define NTHREADS 4
 #define PER_THREAD 40
 #define EQ_LEN 2048
+#define NGETS 100
 
 static const size_t sizes[] = {1000, 32 * 1024 - 79, 32768, 65536 + 3, MIB, 2 * MIB - 64,
                                2 * MIB - 63, 2 * MIB, 2 * MIB + 1};
@@ -49,12 +58,23 @@ typedef struct ctx {
     ptl_process_t peer;
     int rank;
     unsigned char *src, *tgt, *tgt2;
-    ptl_iovec_t src_iov[NSEG];
+    unsigned char *hsrc;  /* rank 0: a copy of src in our shared heap (NULL: no heap) */
+    unsigned char *gsrc;  /* rank 1: what gets read (gbyte_of) */
+    unsigned char *gdst;  /* rank 0: where gets land */
+    ptl_iovec_t src_iov[NSEG], gdst_iov[NSEG];
 } ctx_t;
+
+/* Where an MD lies (bind). */
+enum { MD_SRC, MD_SRC_IOV, MD_HEAP, MD_GDST, MD_GDST_IOV };
 
 static unsigned char byte_of(size_t i)
 {
     return (unsigned char)(i * 131u + 7u + (i >> 12));
+}
+
+static unsigned char gbyte_of(size_t i)
+{
+    return (unsigned char)(i * 89u + 101u + (i >> 10));
 }
 
 static size_t roff_of(int k)
@@ -70,11 +90,12 @@ static size_t loff_of(int k)
     return roff_of(k) + 1000 + (size_t)k;
 }
 
-/* Puts that go inline (sizes[0]) or through a bounce block (see put_sizes). */
-static int bounced(int k)
+/* Puts that go inline (sizes[0]) or through a bounce block (see
+ * put_sizes): not from our shared heap, whence the target copies directly. */
+static int bounced(int k, int where)
 {
     size_t max = xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0;
-    return k == 0 || (sizes[k] <= max && max);
+    return k == 0 || (where != MD_HEAP && sizes[k] <= max && max);
 }
 
 static void *tag(int k)
@@ -102,18 +123,26 @@ static void expect_no_event(ptl_handle_eq_t eq)
     XP_CHECK_EQ(rc, PTL_EQ_EMPTY);
 }
 
-/* dst[0, n) equals src bytes from offset so; the bytes just before and after are zero. */
-static void check_landed(const unsigned char *dst, size_t n, size_t so, const char *what, size_t k)
+typedef unsigned char pattern_fn(size_t i);
+
+/* dst[0, n) is the pattern from offset so; the bytes just before and after are zero. */
+static void check_pat(const unsigned char *dst, size_t n, pattern_fn *pat, size_t so,
+                      const char *what, size_t k)
 {
     for (size_t i = 0; i < n; i++)
-        if (dst[i] != byte_of(so + i)) {
+        if (dst[i] != pat(so + i)) {
             fprintf(stderr, "%s %zu (%zu bytes): byte %zu is %u, want %u\n", what, k, n, i,
-                    dst[i], byte_of(so + i));
+                    dst[i], pat(so + i));
             XP_CHECK(0);
             return;
         }
     XP_CHECK_EQ(dst[-1], 0);
     XP_CHECK_EQ(dst[n], 0);
+}
+
+static void check_landed(const unsigned char *dst, size_t n, size_t so, const char *what, size_t k)
+{
+    check_pat(dst, n, byte_of, so, what, k);
 }
 
 static void append(ctx_t *c, ptl_pt_index_t pt, void *start, ptl_size_t len, unsigned op)
@@ -130,11 +159,13 @@ static void pt_alloc(ctx_t *c, ptl_pt_index_t pt)
     XP_REQUIRE(PtlPTAlloc(c->ni, 0, c->eq, pt, &got) == PTL_OK);
 }
 
-static ptl_handle_md_t bind(ctx_t *c, int iov, ptl_handle_ct_t ct, ptl_handle_eq_t eq)
+static ptl_handle_md_t bind(ctx_t *c, int where, ptl_handle_ct_t ct, ptl_handle_eq_t eq)
 {
     ptl_handle_md_t h;
-    ptl_md_t md = {.start = iov ? (void *)c->src_iov : c->src, .length = iov ? NSEG : BUF,
-                   .options = PTL_MD_EVENT_CT_ACK | (iov ? PTL_IOVEC : 0),
+    void *const start[] = {c->src, c->src_iov, c->hsrc, c->gdst, c->gdst_iov};
+    int iov = where == MD_SRC_IOV || where == MD_GDST_IOV;
+    ptl_md_t md = {.start = start[where], .length = iov ? NSEG : BUF,
+                   .options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY | (iov ? PTL_IOVEC : 0),
                    .eq_handle = eq, .ct_handle = ct};
     XP_REQUIRE(PtlMDBind(c->ni, &md, &h) == PTL_OK);
     return h;
@@ -155,6 +186,10 @@ static void target_setup(ctx_t *c)
     XP_REQUIRE(PtlPTDisable(c->ni, PT_OFF) == PTL_OK);
     pt_alloc(c, PT_GETONLY);
     append(c, PT_GETONLY, c->tgt2, BUF, PTL_LE_OP_GET);
+    pt_alloc(c, PT_GET);
+    append(c, PT_GET, c->gsrc, BUF, PTL_LE_OP_GET);
+    pt_alloc(c, PT_GSHORT);
+    append(c, PT_GSHORT, c->gsrc, SHORT_LEN, PTL_LE_OP_GET);
 }
 
 /* A PUT event for each size (a plain RMA put may complete after a later
@@ -179,6 +214,7 @@ static void target_sizes(ctx_t *c, const char *what)
     for (int k = 0; k < NSIZES; k++)
         check_landed(c->tgt + roff_of(k), sizes[k], loff_of(k), what, (size_t)k);
     memset(c->tgt, 0, BUF);
+    XP_REQUIRE(xp_barrier() == XP_OK); /* put_sizes's */
 }
 
 /* Truncated puts: mlength = what the LE has from the offset on. */
@@ -217,9 +253,9 @@ static void check_short(const ctx_t *c)
 
 /* One put per size; SEND first, then (acked) ACK, per put, in put order
  * for each put (events of different puts may interleave). */
-static void put_sizes(ctx_t *c, int iov, ptl_ack_req_t ack)
+static void put_sizes(ctx_t *c, int where, ptl_ack_req_t ack)
 {
-    ptl_handle_md_t md = bind(c, iov, c->ct, c->eq);
+    ptl_handle_md_t md = bind(c, where, c->ct, c->eq);
     for (int k = 0; k < NSIZES; k++)
         XP_CHECK_EQ(PtlPut(md, loff_of(k), sizes[k], ack, c->peer, PT_LE, 0, roff_of(k), tag(k),
                            0),
@@ -237,7 +273,7 @@ static void put_sizes(ctx_t *c, int iov, ptl_ack_req_t ack)
              * says which path the put took: inline and bounce puts 0, plain
              * RMA ones (posted from the ACK) the length. So this checks that
              * every size from above one packet to XP_SHM_BOUNCE_MAX bounced. */
-            XP_CHECK_EQ(ev.mlength, bounced(k) ? 0 : sizes[k]);
+            XP_CHECK_EQ(ev.mlength, bounced(k, where) ? 0 : sizes[k]);
             XP_CHECK_EQ(ev.rlength, sizes[k]);
         } else {
             XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
@@ -256,7 +292,7 @@ static void put_sizes(ctx_t *c, int iov, ptl_ack_req_t ack)
 
 static void put_short(ctx_t *c)
 {
-    ptl_handle_md_t md = bind(c, 0, c->ct, c->eq);
+    ptl_handle_md_t md = bind(c, MD_SRC, c->ct, c->eq);
     static const size_t roff[] = {0, 1000}, loff[] = {0, 7};
     for (int k = 0; k < 2; k++) {
         XP_CHECK_EQ(PtlPut(md, loff[k], MIB, PTL_ACK_REQ, c->peer, PT_SHORT, 0, roff[k], tag(k), 0),
@@ -276,7 +312,7 @@ static void put_dropped(ctx_t *c, ptl_pt_index_t pt, ptl_ni_fail_t fail)
 {
     ptl_handle_ct_t ct;
     XP_REQUIRE(PtlCTAlloc(c->ni, &ct) == PTL_OK);
-    ptl_handle_md_t md = bind(c, 0, ct, c->eq);
+    ptl_handle_md_t md = bind(c, MD_SRC, ct, c->eq);
     for (int k = 0; k < NDROP; k++) {
         XP_CHECK_EQ(PtlPut(md, (size_t)k * 4099, MIB, PTL_ACK_REQ, c->peer, pt, 0, 0, tag(0), 0),
                     PTL_OK);
@@ -297,18 +333,19 @@ static void put_dropped(ctx_t *c, ptl_pt_index_t pt, ptl_ni_fail_t fail)
     XP_CHECK_EQ(PtlCTFree(ct), PTL_OK);
 }
 
-/* Every dropped put's block came back: 20 blocks of 1 MiB are free. */
-static void check_blocks_back(void)
+/* Every block for peer came back (dropped puts, gets): 20 blocks of 1 MiB
+ * are free (the cap holds 32 with the default heap). */
+static void check_blocks_back(int peer)
 {
     void *b[20];
     int bounce = xp_config()->shm_heap_size && xp_config()->shm_bounce_max >= MIB;
     for (int i = 0; i < 20; i++) {
-        b[i] = xp_tl_bounce_alloc(1, MIB);
+        b[i] = xp_tl_bounce_alloc(peer, MIB);
         XP_CHECK(bounce ? b[i] != NULL : b[i] == NULL);
     }
     for (int i = 0; i < 20; i++)
         if (b[i])
-            xp_tl_bounce_cancel(1, b[i]);
+            xp_tl_bounce_cancel(peer, b[i]);
 }
 
 typedef struct thr {
@@ -330,7 +367,7 @@ static void *thr_main(void *arg)
     thr_t *th = arg;
     ptl_handle_ct_t ct;
     XP_REQUIRE(PtlCTAlloc(th->c->ni, &ct) == PTL_OK);
-    ptl_handle_md_t md = bind(th->c, 0, ct, PTL_EQ_NONE);
+    ptl_handle_md_t md = bind(th->c, MD_SRC, ct, PTL_EQ_NONE);
     for (int i = 0; i < PER_THREAD; i++) {
         size_t slot = (size_t)(th->id * PER_THREAD + i) * SLOT;
         if (PtlPut(md, slot + 5, thr_len(th->id, i), PTL_CT_ACK_REQ, th->c->peer, PT_LE, 0,
@@ -376,6 +413,111 @@ static void target_threads(ctx_t *c)
         }
 }
 
+/* ---- gets: the target stages the data in a bounce block for us ---- */
+
+/* Which size an event at remote offset off is for. */
+static int size_at(ptl_size_t off)
+{
+    int k = 0;
+    while (k < NSIZES - 1 && roff_of(k) != off)
+        k++;
+    XP_CHECK_EQ(off, roff_of(k));
+    return k;
+}
+
+static void target_gets(ctx_t *c)
+{
+    for (int n = 0; n < NSIZES; n++) {
+        ptl_event_t ev = next_event(c->eq, "get served");
+        int k = size_at(ev.remote_offset);
+        XP_CHECK_EQ(ev.type, PTL_EVENT_GET);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        XP_CHECK_EQ(ev.rlength, sizes[k]);
+        XP_CHECK_EQ(ev.mlength, sizes[k]);
+        XP_CHECK(ev.start == c->gsrc + roff_of(k));
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+}
+
+/* One get per size into gdst (contiguous or 3 odd segments): REPLY events
+ * with the lengths, every byte, the bytes around untouched. */
+static void get_sizes(ctx_t *c, int where)
+{
+    ptl_handle_md_t md = bind(c, where, c->ct, c->eq);
+    memset(c->gdst, 0, BUF);
+    for (int k = 0; k < NSIZES; k++)
+        XP_CHECK_EQ(PtlGet(md, loff_of(k), sizes[k], c->peer, PT_GET, 0, roff_of(k), tag(k)),
+                    PTL_OK);
+    int replied[NSIZES] = {0};
+    for (int n = 0; n < NSIZES; n++) {
+        ptl_event_t ev = next_event(c->eq, "reply");
+        int k = (int)((uintptr_t)ev.user_ptr - 1);
+        XP_REQUIRE(k >= 0 && k < NSIZES);
+        XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        XP_CHECK_EQ(replied[k]++, 0);
+        XP_CHECK_EQ(ev.mlength, sizes[k]);
+        XP_CHECK_EQ(ev.rlength, sizes[k]);
+        XP_CHECK_EQ(ev.remote_offset, roff_of(k));
+    }
+    for (int k = 0; k < NSIZES; k++)
+        check_pat(c->gdst + loff_of(k), sizes[k], gbyte_of, roff_of(k),
+                  where == MD_GDST ? "get" : "iovec get", (size_t)k);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    expect_no_event(c->eq);
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+}
+
+/* A truncated get (the LE ends first), then NGETS gets of 1 MiB: the target
+ * must have its blocks back afterwards (check_blocks_back there). */
+static void get_short_many(ctx_t *c)
+{
+    ptl_handle_md_t md = bind(c, MD_GDST, c->ct, c->eq);
+    memset(c->gdst, 0, BUF);
+    XP_CHECK_EQ(PtlGet(md, 5, MIB, c->peer, PT_GSHORT, 0, 1000, tag(0)), PTL_OK);
+    ptl_event_t ev = next_event(c->eq, "truncated reply");
+    XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+    XP_CHECK_EQ(ev.mlength, SHORT_LEN - 1000);
+    check_pat(c->gdst + 5, SHORT_LEN - 1000, gbyte_of, 1000, "truncated get", 0);
+    for (size_t i = 5 + SHORT_LEN - 1000; i < 5 + MIB; i++)
+        if (c->gdst[i]) {
+            fprintf(stderr, "truncated get: byte %zu beyond mlength is %u\n", i, c->gdst[i]);
+            XP_CHECK(0);
+            break;
+        }
+    for (int k = 0; k < NGETS; k++) {
+        size_t off = (size_t)k * 4099;
+        XP_CHECK_EQ(PtlGet(md, off, MIB, c->peer, PT_GET, 0, off + 1, tag(k)), PTL_OK);
+        ev = next_event(c->eq, "reply of many");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        XP_CHECK_EQ(ev.mlength, MIB);
+    }
+    /* The gets overlap: the last one's bytes are all there. */
+    const unsigned char *last = c->gdst + (size_t)(NGETS - 1) * 4099;
+    for (size_t i = 0; i < MIB; i++)
+        if (last[i] != gbyte_of((NGETS - 1) * 4099 + 1 + i)) {
+            fprintf(stderr, "last of many gets: byte %zu is %u\n", i, last[i]);
+            XP_CHECK(0);
+            break;
+        }
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+}
+
+static void target_get_short_many(ctx_t *c)
+{
+    ptl_event_t ev = next_event(c->eq, "truncated get served");
+    XP_CHECK_EQ(ev.type, PTL_EVENT_GET);
+    XP_CHECK_EQ(ev.mlength, SHORT_LEN - 1000);
+    XP_CHECK_EQ(ev.rlength, MIB);
+    for (int k = 0; k < NGETS; k++) {
+        ev = next_event(c->eq, "get of many served");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_GET);
+        XP_CHECK_EQ(ev.mlength, MIB);
+    }
+}
+
 /* ---- both ---- */
 
 static void setup(ctx_t *c)
@@ -389,15 +531,27 @@ static void setup(ctx_t *c)
     c->src = malloc(BUF);
     c->tgt = calloc(1, BUF + 2);
     c->tgt2 = calloc(1, BUF);
-    XP_REQUIRE(c->src && c->tgt && c->tgt2);
+    c->gsrc = malloc(BUF);
+    c->gdst = calloc(1, BUF + 2);
+    XP_REQUIRE(c->src && c->tgt && c->tgt2 && c->gsrc && c->gdst);
     c->tgt++; /* check_landed looks one byte before a put at offset 0 */
-    for (size_t i = 0; i < BUF; i++)
+    c->gdst++;
+    for (size_t i = 0; i < BUF; i++) {
         c->src[i] = byte_of(i);
+        c->gsrc[i] = gbyte_of(i);
+    }
+    if (c->rank == 0 && xp_config()->shm_heap_size) {
+        XP_REQUIRE((c->hsrc = xp_shmalloc(BUF)));
+        memcpy(c->hsrc, c->src, BUF);
+    }
     /* Three odd segments over src (the MD's offsets are the same). */
     size_t a = 40000 + 1, b = (3u << 20) + 77;
     c->src_iov[0] = (ptl_iovec_t){c->src, a};
     c->src_iov[1] = (ptl_iovec_t){c->src + a, b};
     c->src_iov[2] = (ptl_iovec_t){c->src + a + b, BUF - a - b};
+    c->gdst_iov[0] = (ptl_iovec_t){c->gdst, b};
+    c->gdst_iov[1] = (ptl_iovec_t){c->gdst + b, a};
+    c->gdst_iov[2] = (ptl_iovec_t){c->gdst + a + b, BUF - a - b};
     if (c->rank == 0) {
         XP_REQUIRE(PtlEQAlloc(c->ni, EQ_LEN, &c->eq) == PTL_OK);
         XP_REQUIRE(PtlCTAlloc(c->ni, &c->ct) == PTL_OK);
@@ -406,29 +560,51 @@ static void setup(ctx_t *c)
     }
 }
 
-static void run(ctx_t *c)
+/* Puts of every size from malloc'd and iovec MDs, with and without ACK,
+ * and from our shared heap (no bounce block there); gets likewise. */
+static void size_rounds(ctx_t *c)
 {
     static const struct {
-        int iov;
+        int where;
         ptl_ack_req_t ack;
-    } rounds[] = {{0, PTL_ACK_REQ}, {0, PTL_NO_ACK_REQ}, {1, PTL_ACK_REQ}, {1, PTL_NO_ACK_REQ}};
-    XP_REQUIRE(xp_barrier() == XP_OK);
+    } rounds[] = {{MD_SRC, PTL_ACK_REQ},     {MD_SRC, PTL_NO_ACK_REQ}, {MD_SRC_IOV, PTL_ACK_REQ},
+                  {MD_SRC_IOV, PTL_NO_ACK_REQ}, {MD_HEAP, PTL_ACK_REQ}, {MD_GDST, 0},
+                  {MD_GDST_IOV, 0}};
     for (size_t r = 0; r < sizeof rounds / sizeof rounds[0]; r++) {
-        if (c->rank == 0) {
-            put_sizes(c, rounds[r].iov, rounds[r].ack);
-        } else {
-            target_sizes(c, rounds[r].iov ? "iovec put" : "put");
-            XP_REQUIRE(xp_barrier() == XP_OK);
-        }
+        int where = rounds[r].where, get = where >= MD_GDST;
+        if (where == MD_HEAP && !xp_config()->shm_heap_size)
+            continue; /* the same on both ranks */
+        if (c->rank == 0 && get)
+            get_sizes(c, where);
+        else if (c->rank == 0)
+            put_sizes(c, where, rounds[r].ack);
+        else if (get)
+            target_gets(c);
+        else
+            target_sizes(c, where == MD_SRC ? "put" : where == MD_HEAP ? "heap put" : "iovec put");
         XP_REQUIRE(xp_barrier() == XP_OK);
     }
+}
+
+static void run(ctx_t *c)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    size_rounds(c);
+    if (c->rank == 0)
+        get_short_many(c);
+    else
+        target_get_short_many(c);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank == 1)
+        check_blocks_back(0); /* the gets' blocks */
+    XP_REQUIRE(xp_barrier() == XP_OK);
     if (c->rank == 0) {
         put_short(c);
         put_dropped(c, PT_EMPTY, PTL_NI_DROPPED);
         put_dropped(c, PT_NONE, PTL_NI_DROPPED);
         put_dropped(c, PT_OFF, PTL_NI_PT_DISABLED);
         put_dropped(c, PT_GETONLY, PTL_NI_OP_VIOLATION);
-        check_blocks_back();
+        check_blocks_back(1);
         put_threads(c);
     } else {
         target_short(c);
@@ -453,9 +629,12 @@ int main(int argc, char **argv)
     setup(&c);
     run(&c);
     XP_REQUIRE(xp_barrier() == XP_OK);
+    xp_shfree(c.hsrc);
     PtlNIFini(c.ni);
     PtlFini();
     free(c.src);
+    free(c.gsrc);
+    free(c.gdst - 1);
     free(c.tgt - 1);
     free(c.tgt2);
     return xp_test_result();
