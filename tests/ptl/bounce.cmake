@@ -1,10 +1,13 @@
 # PtlPut (and PtlGet) through shm bounce blocks (mp_bounce.c): sizes around one packet and
 # XP_SHM_BOUNCE_MAX, events, iovec MDs, truncation, dropped puts whose blocks
-# must come back, threads; both progress modes, and bounce blocks off. It
+# must come back, threads; both progress modes, bounce blocks off, and a small cap. It
 # links the engine's archive (not libportals.so) for xp_tl_bounce_alloc.
 if(TARGET xprun AND TARGET xp_ptl)
   xp_mp_test(mp_bounce NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_bounce.c LIBS xp_ptl
              TIMEOUT 30 LABELS ptl)
   xp_mp_test(mp_bounce NP 2 SUFFIX _inline TIMEOUT 30 LABELS ptl ENV XP_PROGRESS=inline)
   xp_mp_test(mp_bounce NP 2 SUFFIX _off TIMEOUT 30 LABELS ptl ENV XP_SHM_BOUNCE_MAX=0)
+  # A 16 MiB heap: a 4 MiB cap, so that puts and gets fall back to plain RMA
+  # while blocks are out.
+  xp_mp_test(mp_bounce NP 2 SUFFIX _smallheap TIMEOUT 30 LABELS ptl ENV XP_SHM_HEAP_SIZE=16m)
 endif()
