@@ -10,4 +10,8 @@ if(TARGET xprun AND TARGET xp_ptl)
   # A 16 MiB heap: a 4 MiB cap, so that puts and gets fall back to plain RMA
   # while blocks are out.
   xp_mp_test(mp_bounce NP 2 SUFFIX _smallheap TIMEOUT 30 LABELS ptl ENV XP_SHM_HEAP_SIZE=16m)
+  # The initiator exits right after posting bounce puts: they still land.
+  xp_mp_test(mp_bounce NP 2 SUFFIX _die TIMEOUT 30 LABELS ptl ARGS --die)
+  xp_mp_test(mp_bounce NP 2 SUFFIX _die_inline TIMEOUT 30 LABELS ptl ARGS --die
+             ENV XP_PROGRESS=inline)
 endif()

@@ -14,13 +14,16 @@
  * (no entry, no PT, a disabled PT, a get-only LE) and 100 gets, after which
  * both sides' blocks must have come back (20 blocks of 1 MiB allocated),
  * and 4 threads putting at once. With XP_SHM_BOUNCE_MAX=0 the same
- * operations go as plain RMA.
+ * operations go as plain RMA. --die: bounce puts whose initiator exits
+ * right after posting them still land whole (die_test).
  */
 #include <portals4.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "transport/transport.h"
 #include "util/config.h"
@@ -641,25 +644,76 @@ static void run(ctx_t *c)
     }
 }
 
+/* --die: rank 0 posts NDIE bounce puts without acknowledgement (their SEND
+ * events come at once: the data is in its heap) and exits at once. The
+ * target copies from that heap, which it still maps: every put must land
+ * whole within seconds, whether or not its initiator still runs. */
+#define NDIE 16
+#define DIE_SLOT (MIB + 4096)
+
+static void die_test(ctx_t *c)
+{
+    if (c->rank == 0) {
+        ptl_handle_md_t md = bind(c, MD_SRC, PTL_CT_NONE, PTL_EQ_NONE);
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        for (int k = 0; k < NDIE; k++)
+            XP_CHECK_EQ(PtlPut(md, (size_t)k * 7, MIB + (size_t)k, PTL_NO_ACK_REQ, c->peer,
+                               PT_LE, 0, (size_t)k * DIE_SLOT, NULL, 0),
+                        PTL_OK);
+        _exit(xp_test_result()); /* no PtlFini, no barrier */
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    int ok = 0, failed = 0;
+    double t0 = (double)time(NULL);
+    while (ok + failed < NDIE && (double)time(NULL) - t0 < 15) {
+        ptl_event_t ev;
+        unsigned which;
+        if (PtlEQPoll(&c->eq, 1, 100, &ev, &which) != PTL_OK)
+            continue;
+        XP_CHECK_EQ(ev.type, PTL_EVENT_PUT);
+        if (ev.ni_fail_type != PTL_NI_OK) {
+            failed++;
+            continue;
+        }
+        ok++;
+        size_t k = ev.remote_offset / DIE_SLOT;
+        XP_CHECK_EQ(ev.mlength, MIB + k);
+        check_landed(c->tgt + k * DIE_SLOT, MIB + k, k * 7, "put of a dead initiator", k);
+    }
+    fprintf(stderr, "rank 1: %d puts landed whole, %d failed with their initiator\n", ok, failed);
+    XP_CHECK_EQ(ok + failed, NDIE);
+    if (big_heap() && xp_config()->shm_bounce_max >= 2 * MIB)
+        XP_CHECK_EQ(ok, NDIE); /* all bounced */
+}
+
+static void free_bufs(ctx_t *c)
+{
+    free(c->src);
+    free(c->gsrc);
+    free(c->gdst - 1);
+    free(c->tgt - 1);
+    free(c->tgt2);
+}
+
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    int die = argc > 1 && !strcmp(argv[1], "--die");
     ctx_t c;
     memset(&c, 0, sizeof c);
     XP_REQUIRE(PtlInit() == PTL_OK);
     if (xp_size() != 2)
         XP_TEST_SKIP("needs exactly 2 ranks");
     setup(&c);
+    if (die) {
+        die_test(&c);
+        free_bufs(&c); /* the peer is gone: no barrier, no PtlFini */
+        return xp_test_result();
+    }
     run(&c);
     XP_REQUIRE(xp_barrier() == XP_OK);
     xp_shfree(c.hsrc);
     PtlNIFini(c.ni);
     PtlFini();
-    free(c.src);
-    free(c.gsrc);
-    free(c.gdst - 1);
-    free(c.tgt - 1);
-    free(c.tgt2);
+    free_bufs(&c);
     return xp_test_result();
 }
