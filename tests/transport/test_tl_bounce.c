@@ -8,8 +8,9 @@
  * Checked: the allocation limits (length 0, above XP_SHM_BOUNCE_MAX, own and
  * bad ranks), many more round trips than fit under the cap at once (so the
  * owner must reclaim done blocks), the cap itself (a quarter of
- * XP_SHM_HEAP_SIZE, derived from the configuration), the list limit (1024
- * small blocks), bad done addresses, and cancel. With XP_SHM_BOUNCE_MAX=0
+ * XP_SHM_HEAP_SIZE, derived from the configuration; read blocks freed past
+ * an unread oldest one), the list limit (1024 small blocks), bad done
+ * addresses, and cancel. With XP_SHM_BOUNCE_MAX=0
  * (or no heap) every allocation must fail. --strict (by hand, not in ctest)
  * adds a bad done that the owner cannot yet tell from a good one (strict).
  */
@@ -237,12 +238,34 @@ static void round_trips(rx_t *rx, size_t max)
 }
 
 /* Allocate len-byte blocks until refused (at most MAX_BLOCKS); returns how many. */
-static size_t alloc_all(void **blk, size_t len)
+static size_t alloc_upto(void **blk, size_t len, size_t max)
 {
     size_t n = 0;
-    while (n < MAX_BLOCKS && (blk[n] = xp_tl_bounce_alloc(1, len)))
+    while (n < max && (blk[n] = xp_tl_bounce_alloc(1, len)))
         n++;
     return n;
+}
+
+static size_t alloc_all(void **blk, size_t len)
+{
+    return alloc_upto(blk, len, MAX_BLOCKS);
+}
+
+/* Every block but the oldest one read: the owner must free past its unread
+ * head (the list is kept oldest first). blk[0, n) outstanding, oldest is
+ * blk[oldest]; all given back on return. */
+static void check_unread_head(rx_t *rx, void **blk, size_t n, size_t oldest)
+{
+    XP_REQUIRE(n >= 2 && 2 * n <= MAX_BLOCKS);
+    for (size_t i = 0; i < n; i++)
+        if (i != oldest)
+            command(rx, CMD_DONE, (uint32_t)i, blk[i], MIB);
+    void **more = blk + n;
+    size_t m = alloc_upto(more, MIB, n);
+    XP_CHECK_EQ(m, n - 1);
+    command(rx, CMD_DONE, (uint32_t)oldest, blk[oldest], MIB);
+    for (size_t i = 0; i < m; i++)
+        command(rx, CMD_DONE, (uint32_t)(n + i), more[i], MIB);
 }
 
 /* A bad done must not write into a block's data either. */
@@ -278,8 +301,7 @@ static void check_cap_and_dones(rx_t *rx, void **blk)
     command(rx, CMD_DONE, 0, blk[0], MIB);
     XP_CHECK((blk[0] = xp_tl_bounce_alloc(1, MIB)) != NULL);
     XP_CHECK(xp_tl_bounce_alloc(1, MIB) == NULL);
-    for (size_t i = 0; i < n; i++)
-        command(rx, CMD_DONE, (uint32_t)i, blk[i], MIB);
+    check_unread_head(rx, blk, n, 1); /* blk[0] is the newest now */
     XP_CHECK_EQ(alloc_all(blk, MIB), want);
     for (size_t i = 0; i < want; i++)
         xp_tl_bounce_cancel(1, blk[i]);
