@@ -378,6 +378,17 @@ reply_bounce(int src_rank, xp_md_t *md, const xp_pkt_t *h, const void *payload, 
     return fail;
 }
 
+/* An answer that is dropped: a bounce block it names goes back anyway. */
+static __attribute__((noinline, cold)) void answer_dropped(int src_rank, const xp_pkt_t *h,
+                                                           const void *payload, size_t len)
+{
+    xp_seg_t s;
+    if ((h->flags & XP_PKT_F_BOUNCE) && len == sizeof(s)) {
+        memcpy(&s, payload, sizeof(s));
+        xp_tl_bounce_done(src_rank, s.addr);
+    }
+}
+
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len)
 {
     /* xp_md_from_handle, inline (generation-checked). */
@@ -386,6 +397,7 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
     int ok = h->fail == PTL_NI_OK;
     if (!md) {
         xp_debug("answer from rank %d for a released MD %#x dropped", src_rank, h->md_handle);
+        answer_dropped(src_rank, h, payload, len);
         return;
     }
     /* Only the poll-lock holder takes answers, so pending cannot drop to 0
@@ -394,6 +406,7 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
     if (!pending) {
         xp_error("answer from rank %d for MD %#x, which expects none, dropped", src_rank,
                  h->md_handle);
+        answer_dropped(src_rank, h, payload, len);
         return;
     }
     /* Gathered ACKs (xp_eng_ack_many): only successful counting ones, never

@@ -10,7 +10,10 @@
  * them use both CPUs (docs/performance-notes.md, round 10).
  *
  * A block is a BOUNCE_HDR-byte header, whose first word the reader sets
- * (release) once it has copied the data out, then the data. The owner
+ * (release) once it has copied the data out and whose second word is a
+ * cookie (BOUNCE_MAGIC ^ the header's address, cleared when the block is
+ * freed) that the reader checks first, so that a wrong or stale address
+ * cannot set a word of some other heap memory; then the data. The owner
  * trusts nothing else in shared memory: its outstanding blocks are listed in
  * a private ring, oldest first, and freed from there once done (the oldest
  * ones as new blocks are taken; every done one when the list, the cap or
@@ -24,6 +27,10 @@
 #define BOUNCE_HDR 64u      /* the done word, alone on its line */
 #define BOUNCE_LIST 1024u   /* outstanding blocks at most (a power of two) */
 #define BOUNCE_CAP_DIV 4u   /* outstanding blocks take at most heap size / this */
+#define BOUNCE_MAGIC 0x58504f554e434531ull /* "XPOUNCE1" */
+
+/* The header's words: done (the reader sets it), cookie. */
+enum { W_DONE, W_COOKIE };
 
 void xp_shm_bounce_init(shm_tl_t *s)
 {
@@ -53,12 +60,13 @@ static xp_shm_bounce_blk_t *at(xp_shm_bounce_t *b, uint32_t pos)
 /* Read, or never to be read: its reader is dead. */
 static int block_done(const shm_tl_t *s, const xp_shm_bounce_blk_t *e)
 {
-    return xp_load_acquire((uint64_t *)(void *)e->blk) != 0 ||
+    return xp_load_acquire(&((uint64_t *)(void *)e->blk)[W_DONE]) != 0 ||
            xp_load_relaxed(&s->peers[e->rank].ip.dead);
 }
 
 static void block_free(shm_tl_t *s, const xp_shm_bounce_blk_t *e)
 {
+    xp_store_relaxed(&((uint64_t *)(void *)e->blk)[W_COOKIE], 0);
     xp_shmheap_free(&s->heap, e->blk);
     s->bounce.bytes -= e->size;
 }
@@ -115,7 +123,9 @@ void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len)
     }
     if (blk) {
         /* Published to the reader by the send of the request (release). */
-        xp_store_relaxed((uint64_t *)(void *)blk, 0);
+        uint64_t *w = (uint64_t *)(void *)blk;
+        xp_store_relaxed(&w[W_DONE], 0);
+        xp_store_relaxed(&w[W_COOKIE], BOUNCE_MAGIC ^ (uint64_t)(uintptr_t)blk);
         *at(b, b->tail++) = (xp_shm_bounce_blk_t){ blk, size, rank };
         b->bytes += size;
     }
@@ -149,8 +159,13 @@ void xp_shm_bounce_reclaim(shm_tl_t *s)
 static void cancel(shm_tl_t *s, uint64_t addr)
 {
     uint64_t base = (uintptr_t)s->heap.base;
-    if (base && addr >= base + BOUNCE_HDR && addr - BOUNCE_HDR - base < s->heap.size)
-        xp_store_release((uint64_t *)(uintptr_t)(addr - BOUNCE_HDR), 1);
+    uint64_t hdr = addr - BOUNCE_HDR;
+    if (!base || addr < base + BOUNCE_HDR || hdr - base >= s->heap.size ||
+        (hdr - base) % XP_SHMHEAP_MIN_BLOCK != 0)
+        return;
+    uint64_t *w = (uint64_t *)(uintptr_t)hdr;
+    if (xp_load_relaxed(&w[W_COOKIE]) == (BOUNCE_MAGIC ^ hdr))
+        xp_store_release(&w[W_DONE], 1);
 }
 
 void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr)
@@ -170,6 +185,9 @@ void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr)
         !xp_shmheap_in(p->heap_remote, p->heap.size, hdr, BOUNCE_HDR) ||
         (hdr - p->heap_remote) % XP_SHMHEAP_MIN_BLOCK != 0)
         return;
+    uint64_t *w = (uint64_t *)(void *)(p->heap.base + (hdr - p->heap_remote));
+    if (xp_load_relaxed(&w[W_COOKIE]) != (BOUNCE_MAGIC ^ hdr))
+        return; /* not a bounce block now */
     /* After our copy out (release): the owner may reuse the block. */
-    xp_store_release((uint64_t *)(void *)(p->heap.base + (hdr - p->heap_remote)), 1);
+    xp_store_release(&w[W_DONE], 1);
 }

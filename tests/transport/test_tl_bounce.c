@@ -10,9 +10,9 @@
  * owner must reclaim done blocks), the cap itself (a quarter of
  * XP_SHM_HEAP_SIZE, derived from the configuration; read blocks freed past
  * an unread oldest one), the list limit (1024 small blocks), bad done
- * addresses, and cancel. With XP_SHM_BOUNCE_MAX=0
- * (or no heap) every allocation must fail. --strict (by hand, not in ctest)
- * adds a bad done that the owner cannot yet tell from a good one (strict).
+ * addresses (one of them block-aligned inside a block's data, which the
+ * header's cookie tells apart), and cancel. With XP_SHM_BOUNCE_MAX=0
+ * (or no heap) every allocation must fail.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -139,13 +139,6 @@ static uint32_t serve_check(const msg_t *m)
     return fails;
 }
 
-/* --strict: also a done whose header address is block-aligned but inside a
- * block's data (a + 256: the header would be data byte 192). The owner's
- * check (in the heap, aligned to the smallest block) accepts it and the
- * reader's store lands in the data: fails until the owner can tell a
- * block's header from data (e.g. a cookie in the header). Not in ctest. */
-static int strict;
-
 /* Dones that name no block of rank 0 (or the wrong rank): all ignored. */
 static void serve_bad_done(const msg_t *m)
 {
@@ -156,8 +149,9 @@ static void serve_bad_done(const msg_t *m)
                       a + 32, a + far, a - far, (uintptr_t)not_heap + 64};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         xp_tl_bounce_done(0, bad[i]);
-    if (strict)
-        xp_tl_bounce_done(0, a + 256);
+    /* Block-aligned inside the block's data (the header would be data byte
+     * 192): only the header's cookie tells it from a block. */
+    xp_tl_bounce_done(0, a + 256);
     xp_tl_bounce_done(1, a);  /* ourselves */
     xp_tl_bounce_done(2, a);  /* no such rank */
     xp_tl_bounce_done(-2, a); /* nor that (-1 means cancel inside the transport) */
@@ -349,7 +343,6 @@ static void drive(rx_t *rx, size_t max)
 int main(int argc, char **argv)
 {
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
-    strict = argc > 1 && !strcmp(argv[1], "--strict");
     if (xp_size() != 2)
         XP_TEST_SKIP("needs exactly 2 ranks");
     static rx_t rx;
