@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_offsets.h"
 #include "xp_test.h"
 #include "xportals/xp.h"
 
@@ -66,19 +67,9 @@ static void split3(ptl_iovec_t *iov, unsigned char *buf)
     iov[2] = (ptl_iovec_t){buf + a + b, BUF - a - b};
 }
 
-/* Offsets of operation k: disjoint, odd, local ones shifted from remote ones. */
-static size_t roff_of(int k)
-{
-    size_t off = 4096 + 3;
-    for (int i = 0; i < k; i++)
-        off += sizes[i] + 4096 + 1;
-    return off;
-}
-
-static size_t loff_of(int k)
-{
-    return roff_of(k) + 1000 + (size_t)k;
-}
+/* Offsets of operation k (test_offsets.h). */
+static size_t roff_of(int k) { return xp_test_roff(sizes, k); }
+static size_t loff_of(int k) { return xp_test_loff(sizes, k); }
 
 static void wait_ct(ptl_handle_ct_t ct, ptl_size_t *seen, ptl_size_t add, const char *what)
 {

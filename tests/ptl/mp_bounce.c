@@ -27,6 +27,7 @@
 
 #include "transport/transport.h"
 #include "util/config.h"
+#include "test_offsets.h"
 #include "xp_test.h"
 #include "xportals/shmem.h"
 #include "xportals/xp.h"
@@ -80,18 +81,9 @@ static unsigned char gbyte_of(size_t i)
     return (unsigned char)(i * 89u + 101u + (i >> 10));
 }
 
-static size_t roff_of(int k)
-{
-    size_t off = 4096 + 3;
-    for (int i = 0; i < k; i++)
-        off += sizes[i] + 4096 + 1;
-    return off;
-}
-
-static size_t loff_of(int k)
-{
-    return roff_of(k) + 1000 + (size_t)k;
-}
+/* Offsets of operation k (test_offsets.h). */
+static size_t roff_of(int k) { return xp_test_roff(sizes, k); }
+static size_t loff_of(int k) { return xp_test_loff(sizes, k); }
 
 /* A heap whose bounce cap (a quarter of it) holds every round's blocks at
  * once; a smaller one (the smallheap run) makes puts fall back to plain RMA
