@@ -8,10 +8,11 @@
  * bounce limit, with local and remote offsets; into a PTL_IOVEC MD; from an
  * entry shorter than asked (mlength is what the entry has, the rest of the
  * MD untouched); into a buffer of rank 0's shared heap; from an index with
- * no entry (PTL_NI_DROPPED, nothing written). Then rank 1 checks that every
- * block it staged came back: it can take as many new blocks as its cap
- * allows. Rank 1 serves the gets from PtlCTPoll on its entry's counter, so
- * the test runs in both progress modes.
+ * no entry (PTL_NI_DROPPED, nothing written); then more gets of the largest
+ * staged size than the cap holds at once. Then rank 1 checks that every
+ * block it staged came back: it can take most of its cap in new blocks.
+ * Rank 1 serves the gets from PtlCTPoll on its entry's counter, so the test
+ * runs in both progress modes and with any XP_SHM_BOUNCE_MAX.
  */
 #include <portals4.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "transport/transport.h"
+#include "util/config.h"
 #include "xp_test.h"
 #include "xportals/shmem.h"
 #include "xportals/xp.h"
@@ -168,17 +170,46 @@ static void dropped(ctx_t *c)
     XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
 }
 
+/* The largest staged get (XP_SHM_BOUNCE_MAX, at most BUF), the heap bytes
+ * its block takes (the header and the buddy allocator's power of two, as
+ * shm_bounce.c counts them) and how many such blocks the cap (a quarter of
+ * the heap) holds. */
+static size_t big_len(void)
+{
+    size_t m = xp_config()->shm_bounce_max;
+    return m < BUF ? m : BUF;
+}
+
+static size_t blocks_in_cap(void)
+{
+    size_t b = 256;
+    while (b < 64 + big_len())
+        b *= 2;
+    return xp_config()->shm_heap_size / 4 / b;
+}
+
+/* More such gets than the cap holds at once: only blocks that come back
+ * let them all be staged. */
+static int nmany(void)
+{
+    return big_len() >= 65536 ? (int)blocks_in_cap() + 8 : 0;
+}
+
 /* Gets served by rank 1's entries, counted on c->ct. */
-enum { NSERVED = NSIZES + 1 + 1 + 1 + 40 };
+static ptl_size_t nserved(void)
+{
+    return NSIZES + 1 + 1 + 1 + (ptl_size_t)nmany();
+}
 
 static void many(ctx_t *c)
 {
     ptl_handle_md_t md = bind(c, c->buf, BUF, 0);
-    for (int i = 0; i < 40; i++) {
-        ptl_event_t ev = get_one(c, md, 0, 1u << 20, PT, (size_t)i);
+    for (int i = 0; i < nmany(); i++) {
+        ptl_event_t ev = get_one(c, md, 0, big_len(), PT, (size_t)i);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
     }
-    XP_CHECK(same(c->buf, 1u << 20, 39));
+    if (nmany() > 0)
+        XP_CHECK(same(c->buf, big_len(), (size_t)nmany() - 1));
     XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
 }
 
@@ -200,21 +231,24 @@ static void serve(ctx_t *c)
 {
     ptl_ct_event_t v;
     unsigned which;
-    ptl_size_t want = NSERVED;
+    ptl_size_t want = nserved();
     XP_REQUIRE(xp_barrier() == XP_OK);
     XP_CHECK_EQ(PtlCTPoll(&c->ct, &want, 1, 4 * WAIT_MS, &v, &which), PTL_OK);
-    XP_CHECK_EQ(v.success, NSERVED);
+    XP_CHECK_EQ(v.success, nserved());
     XP_CHECK_EQ(v.failure, 0);
     XP_REQUIRE(xp_barrier() == XP_OK); /* every reply has been copied out */
     void *probe = xp_tl_bounce_alloc(0, 64);
     if (!probe)
         return; /* no bounce blocks here (XP_SHM_BOUNCE_MAX=0) */
     xp_tl_bounce_cancel(0, probe);
+    /* Half the cap in blocks of the largest size: fails if the gets' blocks
+     * (more than the cap) did not all come back. */
+    size_t want_blocks = blocks_in_cap() / 2 < 24 ? blocks_in_cap() / 2 : 24;
     void *blk[24];
-    int n = 0;
-    while (n < 24 && (blk[n] = xp_tl_bounce_alloc(0, 1u << 20)) != NULL)
+    size_t n = 0;
+    while (n < want_blocks && (blk[n] = xp_tl_bounce_alloc(0, big_len())) != NULL)
         n++;
-    XP_CHECK_EQ(n, 24);
+    XP_CHECK_EQ(n, want_blocks);
     while (n > 0)
         xp_tl_bounce_cancel(0, blk[--n]);
 }
