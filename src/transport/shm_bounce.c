@@ -24,7 +24,7 @@
 #include "transport/shm_internal.h"
 #include "util/config.h"
 
-#define BOUNCE_HDR 64u      /* the done word, alone on its line */
+#define BOUNCE_HDR 64u      /* the done word and the cookie, alone on their line */
 #define BOUNCE_LIST 1024u   /* outstanding blocks at most (a power of two) */
 #define BOUNCE_CAP_DIV 4u   /* outstanding blocks take at most heap size / this */
 #define BOUNCE_MAGIC 0x58504f554e434531ull /* "XPOUNCE1" */
