@@ -20,7 +20,8 @@ usage() {
 usage: compare.sh [options]
   --rounds R      rounds of interleaved trials (default 5; 2 with --quick)
   --quick         fewer rounds and iterations: well under a minute
-  --full          latency over a size sweep (8 B .. 256 KiB) instead of 8 B only
+  --full          latency over a size sweep (8 B .. 256 KiB) instead of 8 B only,
+                  and get round trips (8 B, 32 KiB, 256 KiB)
   --prefix DIR    Xportals install prefix or build directory (bin/xprun,
                   libexec/xportals/); default: the tree this script lies in
   --workdir DIR   where MPI programs are built and logs kept
@@ -91,6 +92,8 @@ else
     LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 TRIAL_TIMEOUT=60
 fi
 if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 32768 65536 262144"; else LAT_SIZES="8"; fi
+if [ "$full" = 1 ]; then GET_SIZES="8 32768 262144"; BENCHES="lat bw msgrate fadd get"; else
+    GET_SIZES=""; BENCHES="lat bw msgrate fadd"; fi
 BW_SIZES="1048576 4194304"
 MR_SIZE=8
 
@@ -206,6 +209,7 @@ ucx_at() {
 #   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages
 #   msgrate: messages per second, windows of 256 messages of 8 B
 #   fadd:    8-byte fetch-add round trip (µs), one operation at a time
+#   get:     get round trip (µs), one operation at a time (--full only)
 impls_of() {
     local x m out=""
     case "$1" in
@@ -221,12 +225,14 @@ impls_of() {
     bw) echo "$x mpich openmpi ucx_tag ucx_put" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
     fadd) echo "$x mpich openmpi ucx" ;;
+    get) echo "$x mpich openmpi" ;;
     esac
 }
 
 family_of() { case "$1" in xportals*) echo xportals ;; mpich*) echo mpich ;; openmpi*) echo openmpi ;; ucx*) echo ucx ;; esac; }
 
 lat_range() { set -- $LAT_SIZES; echo "--min-size $1 --max-size ${!#}"; }
+get_range() { set -- $GET_SIZES; echo "--min-size $1 --max-size ${!#}"; }
 
 # command BENCH IMPL: runs one trial, output on stdout.
 command_for() {
@@ -264,6 +270,9 @@ command_for() {
     fadd/xportals) xp ptl_atomic_lat --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/mpich) mpich --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/openmpi) openmpi --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
+    get/xportals) xp ptl_get_lat $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    get/mpich) mpich --mode get $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    get/openmpi) openmpi --mode get $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/ucx) # UCT atomic on the peer's mapped posix segment, one outstanding
         ucx_at 8 $LAT_REPS -t fadd -x posix -d memory -O 1 -n $LAT_ITERS -w 100 ;;
     *) return 1 ;;
@@ -309,6 +318,7 @@ wanted_size() {
     bw) for s in $BW_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     msgrate) [ "$2" = "$MR_SIZE" ] && return 0 ;;
     fadd) [ "$2" = 8 ] && return 0 ;;
+    get) for s in $GET_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     esac
     return 1
 }
@@ -358,7 +368,7 @@ table() {
         else if (x == "") printf " %s %s | - |", pn, fmt(b, p)
         else printf " %s %s | %.2f |", pn, fmt(b, p), x / p
     }
-    function better(b, x, y) { return (b == "lat" || b == "fadd") ? x < y : x > y }
+    function better(b, x, y) { return (b == "lat" || b == "fadd" || b == "get") ? x < y : x > y }
     function human(s) { return s >= 1048576 && s % 1048576 == 0 ? s / 1048576 " MiB" : s >= 1024 && s % 1024 == 0 ? s / 1024 " KiB" : s " B" }
     $0 ~ /status=failed/ {
         fk = kv("bench") "/" kv("impl")
@@ -381,9 +391,10 @@ table() {
         title["bw"] = "bandwidth, GB/s = 1e9 B/s (higher is better; ratio > 1: Xportals faster)"
         title["msgrate"] = "message rate, M msgs/s (higher is better; ratio > 1: Xportals faster)"
         title["fadd"] = "fetch-add 8 B round trip, us (lower is better; ratio < 1: Xportals faster)"
-        split("lat bw msgrate fadd", order, " ")
+        title["get"] = "get round trip, us (lower is better; ratio < 1: Xportals faster; the MPIs read a shared window)"
+        split("lat bw msgrate fadd get", order, " ")
         split("near far mixed busy unknown", states, " ")
-        for (o = 1; o <= 4; o++) {
+        for (o = 1; o <= 5; o++) {
             b = order[o]
             if (impls[b] == "") continue
             ni = split(impls[b], il, " ")
@@ -469,7 +480,7 @@ note "probe: ${PROBE:-none}; rounds=$rounds quick=$quick full=$full; logs in $wo
 note "candidates:$avail"
 
 for ((r = 1; r <= rounds; r++)); do
-    for b in lat bw msgrate fadd; do
+    for b in $BENCHES; do
         list=()
         for i in $(impls_of "$b"); do
             case " $avail " in *" $(family_of "$i") "*) list+=("$i") ;; esac

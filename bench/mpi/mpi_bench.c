@@ -18,6 +18,11 @@
  *   fadd          MPI_Fetch_and_op (MPI_SUM, uint64) + MPI_Win_flush from rank 0
  *                 to rank 1's window, round trip per operation (µs); rank 1
  *                 waits in MPI_Barrier (its progress serves emulated atomics)
+ *   get           MPI_Get + MPI_Win_flush of --min-size .. --max-size bytes
+ *                 from rank 1's window into rank 0's buffer, round trip per
+ *                 operation (µs); rank 1 waits in MPI_Barrier. The window is
+ *                 MPI_Win_allocate memory (shared between the processes by
+ *                 both MPIs here), so this is a copy from mapped memory
  *
  * Output: one key=value line per size from rank 0, e.g.
  *   bench=mpi_pingpong size=8 iters=10000 reps=11 median_us=0.101 min_us=... p90_us=...
@@ -29,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE, MODE_FADD } mode_t_;
+typedef enum { MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE, MODE_FADD, MODE_GET } mode_t_;
 
 typedef struct {
     mode_t_ mode;
@@ -71,7 +76,7 @@ static stats_t stats_of(double *v, long n)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s --mode pingpong|put_pingpong|bw|msgrate|fadd [--min-size B] [--max-size B]\n"
+            "usage: %s --mode pingpong|put_pingpong|bw|msgrate|fadd|get [--min-size B] [--max-size B]\n"
             "          [--size B] [--iters N] [--warmup N] [--reps N] [--window N]\n"
             "sizes accept k/m suffixes (KiB, MiB)\n",
             prog);
@@ -97,6 +102,7 @@ static void set_defaults(opts_t *o)
     case MODE_PINGPONG:
     case MODE_PUT_PINGPONG:
     case MODE_FADD:
+    case MODE_GET:
         o->min_size = 8, o->max_size = 8, o->iters = 10000, o->warmup = 100, o->reps = 11;
         o->window = 1;
         break;
@@ -125,6 +131,7 @@ static void parse(opts_t *o, int argc, char **argv)
     else if (!strcmp(mode, "bw")) o->mode = MODE_BW;
     else if (!strcmp(mode, "msgrate")) o->mode = MODE_MSGRATE;
     else if (!strcmp(mode, "fadd")) o->mode = MODE_FADD;
+    else if (!strcmp(mode, "get")) o->mode = MODE_GET;
     else usage(argv[0]);
     set_defaults(o);
     for (i = 1; i < argc; i += 2) {
@@ -269,6 +276,25 @@ static double fadd_once(const opts_t *o, putwin_t *w, long iters)
     return t0;
 }
 
+/* ------------------------------------------------------------ get */
+
+/* Rank 0: µs per get of `size` bytes; rank 1 keeps progressing (in the barrier). */
+static double get_once(const opts_t *o, putwin_t *w, size_t size, long iters)
+{
+    double t0 = 0;
+    if (o->rank == 0) {
+        for (long i = 0; i < o->warmup + iters; i++) {
+            if (i == o->warmup)
+                t0 = now_us();
+            MPI_Get(o->rbuf, (int)size, MPI_BYTE, 1, 0, (int)size, MPI_BYTE, w->win);
+            MPI_Win_flush(1, w->win);
+        }
+        t0 = (now_us() - t0) / (double)iters;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return t0;
+}
+
 /* ------------------------------------------------------------ streaming */
 
 /* Seconds for `iters` windows of o->window messages of `size` bytes. */
@@ -300,6 +326,7 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
 {
     const char *name = o->mode == MODE_PINGPONG       ? "mpi_pingpong"
                        : o->mode == MODE_PUT_PINGPONG ? "mpi_put_pingpong"
+                       : o->mode == MODE_GET          ? "mpi_get"
                                                       : "mpi_fadd";
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         long iters = iters_for(o, size);
@@ -309,6 +336,8 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
                 v[r] = pingpong_once(o, size, iters);
             else if (o->mode == MODE_PUT_PINGPONG)
                 v[r] = put_pingpong_once(o, w, size, iters);
+            else if (o->mode == MODE_GET)
+                v[r] = get_once(o, w, size, iters);
             else
                 v[r] = fadd_once(o, w, iters);
         }
@@ -401,7 +430,8 @@ int main(int argc, char **argv)
     if (!o.req || !v)
         MPI_Abort(MPI_COMM_WORLD, 1);
 
-    if (o.mode == MODE_PUT_PINGPONG || o.mode == MODE_FADD) {
+    int windowed = o.mode == MODE_PUT_PINGPONG || o.mode == MODE_FADD || o.mode == MODE_GET;
+    if (windowed) {
         /* whole pages: MPICH 4.0.2 (ch4) puts into the wrong rank's memory
          * when the shared windows are packed closer than a page */
         size_t wlen = (put_len(o.max_size) + 4095) & ~(size_t)4095;
@@ -410,13 +440,13 @@ int main(int argc, char **argv)
         MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win);
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG || o.mode == MODE_FADD)
+    if (o.mode != MODE_BW && o.mode != MODE_MSGRATE)
         run_latency(&o, &w, v);
     else
         run_stream(&o, v);
     if (o.mode == MODE_FADD)
         check_fadd(&o, &w);
-    if (o.mode == MODE_PUT_PINGPONG || o.mode == MODE_FADD) {
+    if (windowed) {
         MPI_Win_unlock_all(w.win);
         MPI_Win_free(&w.win);
     }
