@@ -129,6 +129,10 @@ void xp_eng_ack_many(int rank, const xp_pkt_t *a);
  * behind deferred answers). */
 struct xp_wire_sreply;
 void xp_eng_send_sreply(int rank, const struct xp_wire_sreply *w, const void *data);
+/* Hand back the bounce block of `rank` whose xp_seg_t starts `payload`
+ * (a put request's or a REPLY's, XP_PKT_F_BOUNCE), if it holds one: shorter
+ * (malformed) payloads name no segment to trust. */
+void xp_eng_bounce_give_back(int rank, const void *payload, size_t len);
 
 /* ---------------------------------------------------------------- process state */
 

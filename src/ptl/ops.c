@@ -378,15 +378,21 @@ reply_bounce(int src_rank, xp_md_t *md, const xp_pkt_t *h, const void *payload, 
     return fail;
 }
 
+void xp_eng_bounce_give_back(int rank, const void *payload, size_t len)
+{
+    xp_seg_t s;
+    if (len < sizeof(s))
+        return;
+    memcpy(&s, payload, sizeof(s));
+    xp_tl_bounce_done(rank, s.addr);
+}
+
 /* An answer that is dropped: a bounce block it names goes back anyway. */
 static __attribute__((noinline, cold)) void answer_dropped(int src_rank, const xp_pkt_t *h,
                                                            const void *payload, size_t len)
 {
-    xp_seg_t s;
-    if ((h->flags & XP_PKT_F_BOUNCE) && len == sizeof(s)) {
-        memcpy(&s, payload, sizeof(s));
-        xp_tl_bounce_done(src_rank, s.addr);
-    }
+    if (h->flags & XP_PKT_F_BOUNCE)
+        xp_eng_bounce_give_back(src_rank, payload, len);
 }
 
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len)

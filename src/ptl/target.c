@@ -53,16 +53,6 @@ static int is_fetching(uint8_t type)
 
 static void send_answer(req_t *r, const void *data, size_t len, unsigned reply_flags);
 
-/* A bounce put (XP_PKT_F_BOUNCE) is answered: whatever became of it, its
- * block goes back to the initiator (once: every put is answered once). */
-static void __attribute__((noinline, cold)) bounce_release(const req_t *r)
-{
-    xp_seg_t s;
-    if (r->len < sizeof(s))
-        return; /* malformed (request_ok failed): no segment to trust */
-    memcpy(&s, r->payload, sizeof(s));
-    xp_tl_bounce_done(r->src, s.addr);
-}
 
 /* Answer the initiator (ACK for put/atomic, REPLY for the fetching kinds).
  * Inline: the common put that wants no answer at all leaves here, before
@@ -70,8 +60,10 @@ static void __attribute__((noinline, cold)) bounce_release(const req_t *r)
 static inline void answer(req_t *r, const void *data, size_t len, unsigned reply_flags)
 {
     const xp_pkt_t *h = r->h;
+    /* A bounce put is answered (once: every put is), whatever became of
+     * it: its block goes back to the initiator. */
     if (__builtin_expect(h->flags & XP_PKT_F_BOUNCE, 0))
-        bounce_release(r);
+        xp_eng_bounce_give_back(r->src, r->payload, r->len);
     if (h->ack_req == PTL_NO_ACK_REQ && !(h->flags & XP_PKT_F_RMA) && !is_fetching(h->type))
         return;
     send_answer(r, data, len, reply_flags);

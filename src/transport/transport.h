@@ -124,9 +124,9 @@ typedef struct xp_tl_ops {
      * maps), so that a request too large for one packet needs no page
      * pinning of the peer's RMA read. The caller fills it, sends its address
      * as the one RMA segment of a request that says so, and never touches
-     * it again: the reader hands it back with bounce_done (a request lost
-     * to a dead peer keeps its block until close). NULL: none for this
-     * size or peer now; use plain RMA. */
+     * it again: the reader hands it back with bounce_done (the block of a
+     * reader that dies is freed too). NULL: none for this size or peer
+     * now; use plain RMA. */
     void *(*bounce_alloc)(xp_tl_t *tl, int rank, size_t len);
     /* Reader side: we have copied out rank's bounce block at `addr` (an
      * address in rank); a bad address is ignored. rank -1: a block of ours
