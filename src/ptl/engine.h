@@ -133,6 +133,14 @@ void xp_eng_send_sreply(int rank, const struct xp_wire_sreply *w, const void *da
  * (a put request's or a REPLY's, XP_PKT_F_BOUNCE), if it holds one: shorter
  * (malformed) payloads name no segment to trust. */
 void xp_eng_bounce_give_back(int rank, const void *payload, size_t len);
+/* Pipelined bounce blocks (transport.h, bounce_fill): how many of a
+ * len-byte block's bytes to stage before its request goes (all of a small
+ * one); then stage bytes [from, to) of the block (region data from off),
+ * publishing each chunk, the one that ends at `to` only if `last`. */
+size_t xp_eng_bounce_first(size_t len);
+struct xp_region;
+void xp_eng_bounce_stage(int rank, const struct xp_region *rg, uint64_t off, unsigned char *b,
+                         size_t from, size_t to, int last);
 
 /* ---------------------------------------------------------------- process state */
 

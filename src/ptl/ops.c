@@ -9,6 +9,7 @@
 #include "ptl/eq.h"
 #include "ptl/md.h"
 #include "ptl/progress.h"
+#include "ptl/triggered.h"
 #include "ptl/wire.h"
 #include "transport/inplace.h"
 #include "transport/transport.h"
@@ -362,13 +363,13 @@ reply_bounce(int src_rank, xp_md_t *md, const xp_pkt_t *h, const void *payload, 
     memcpy(&s, payload, sizeof(s));
     if (fail == PTL_NI_OK) {
         struct iovec local[MAX_SEGS];
-        struct iovec remote = { (void *)(uintptr_t)s.addr, (size_t)s.len };
         /* The echoed offset and the length are the peer's word: only into the MD. */
         int n = s.len == h->mlength && h->local_offset <= md->region.length &&
                         s.len <= md->region.length - h->local_offset
                     ? xp_region_iov(&md->region, h->local_offset, s.len, local, MAX_SEGS)
                     : -1;
-        if (n < 0 || (s.len && xp_tl_readv(src_rank, local, n, &remote, 1) != XP_OK)) {
+        /* (The target may still be staging it: we copy behind it.) */
+        if (n < 0 || (s.len && xp_tl_bounce_read(src_rank, local, n, s.addr, s.len) != XP_OK)) {
             xp_error("reply from rank %d: %llu bounce bytes not copied into MD %#x", src_rank,
                      (unsigned long long)s.len, h->md_handle);
             fail = PTL_NI_SEGV;
@@ -376,6 +377,29 @@ reply_bounce(int src_rank, xp_md_t *md, const xp_pkt_t *h, const void *payload, 
     }
     xp_tl_bounce_done(src_rank, s.addr);
     return fail;
+}
+
+/* Pipelined bounce blocks: a block this large goes out after its first
+ * BOUNCE_FIRST bytes and is published per BOUNCE_CHUNK, so that the
+ * reader's copy overlaps ours (docs/performance-notes.md, round 11). */
+#define BOUNCE_FIRST (16u << 10)
+#define BOUNCE_CHUNK (64u << 10)
+
+size_t xp_eng_bounce_first(size_t len)
+{
+    return len <= 2 * BOUNCE_CHUNK ? len : BOUNCE_FIRST;
+}
+
+void xp_eng_bounce_stage(int rank, const xp_region_t *rg, uint64_t off, unsigned char *b,
+                         size_t from, size_t to, int last)
+{
+    while (from < to) {
+        size_t n = to - from < BOUNCE_CHUNK ? to - from : BOUNCE_CHUNK;
+        xp_region_read(rg, off + from, b + from, n);
+        from += n;
+        if (from < to || last)
+            xp_tl_bounce_fill(rank, b, from);
+    }
 }
 
 void xp_eng_bounce_give_back(int rank, const void *payload, size_t len)
@@ -676,6 +700,24 @@ static void undeliverable(xp_md_t *md, const xp_pkt_t *h, int expects_answer, xp
         xp_md_unexpect((get_md ? get_md : md));
 }
 
+/* The rest of a pipelined bounce put whose request went out after `first`
+ * bytes: stage it behind the target's copy, then the SEND event, then the
+ * last fill. The target answers only after that fill (its bounce_done
+ * waits for it), so the ACK cannot overtake the SEND event. Nothing from
+ * the request's send to the last fill may wait for another process (the
+ * target's handler waits for us): operations that the SEND count triggers
+ * go out after it. */
+static void put_bounce_rest(int rank, xp_md_t *md, const xp_pkt_t *h, unsigned char *b,
+                            size_t first, void *user_ptr, ptl_size_t local_offset)
+{
+    xp_eng_bounce_stage(rank, &md->region, local_offset, b, first, (size_t)h->rlength, 0);
+    xp_trig_defer_begin();
+    if (md->eq || (md->ct && (md->options & PTL_MD_EVENT_CT_SEND)))
+        send_done(md, PTL_NI_OK, user_ptr, h, local_offset);
+    xp_tl_bounce_fill(rank, b, (size_t)h->rlength);
+    xp_trig_defer_end();
+}
+
 /* A put too large for one packet, staged in a bounce block for rank
  * (xp_tl_bounce_alloc): the target copies it out with one memcpy instead of
  * an RMA read that pins our pages. Our buffer is free again once copied, so
@@ -690,16 +732,25 @@ static int put_bounce(int rank, xp_md_t *md, xp_pkt_t *h, ptl_size_t local_offse
         (!md->region.iov && xp_tl_direct_ours(rank, xp_region_addr(&md->region, local_offset),
                                               (size_t)length)))
         return 0;
-    void *b = xp_tl_bounce_alloc(rank, (size_t)length);
+    unsigned char *b = xp_tl_bounce_alloc(rank, (size_t)length);
     if (!b)
         return 0;
-    xp_region_read(&md->region, local_offset, b, length);
+    size_t first = xp_eng_bounce_first((size_t)length);
+    xp_eng_bounce_stage(rank, &md->region, local_offset, b, 0, first, 1);
     xp_seg_t seg = { .addr = (uint64_t)(uintptr_t)b, .len = length };
     h->flags |= XP_PKT_F_RMA | XP_PKT_F_BOUNCE;
     h->nseg = 1;
     if (answer)
         xp_md_expect(md);
-    *rc = send_inline(NULL, rank, md, h, &seg, sizeof(seg), user_ptr, local_offset, answer);
+    if (first == length) {
+        *rc = send_inline(NULL, rank, md, h, &seg, sizeof(seg), user_ptr, local_offset, answer);
+    } else {
+        *rc = xp_eng_send(rank, h, &seg, sizeof(seg), NULL, 0, 0);
+        if (*rc == XP_OK)
+            put_bounce_rest(rank, md, h, b, first, user_ptr, local_offset);
+        else
+            xp_tl_bounce_fill(rank, b, length); /* the last fill, for the owner */
+    }
     if (*rc != XP_OK) /* nobody will read it */
         xp_tl_bounce_cancel(rank, b);
     return 1;

@@ -312,7 +312,13 @@ static void __attribute__((noinline)) deliver_put_rma(req_t *r)
     struct iovec local[MAX_IOV], remote[MAX_IOV];
     int nl = xp_region_iov(&r->le->region, r->offset, r->mlength, local, MAX_IOV);
     int nr = initiator_iov(r, remote);
-    if (nl < 0 || xp_tl_readv(r->src, local, nl, remote, nr) != XP_OK) {
+    /* A bounce block may still be staged by its writer: copy behind it. */
+    xp_status_t st = nl < 0 ? XP_ERR_INVALID
+                     : (r->h->flags & XP_PKT_F_BOUNCE) && nr == 1
+                         ? xp_tl_bounce_read(r->src, local, nl, (uintptr_t)remote[0].iov_base,
+                                             remote[0].iov_len)
+                         : xp_tl_readv(r->src, local, nl, remote, nr);
+    if (st != XP_OK) {
         xp_error("put from rank %d: single-copy read of %zu bytes failed", r->src,
                  (size_t)r->mlength);
         r->fail = PTL_NI_SEGV;
@@ -344,9 +350,13 @@ static int get_bounce(req_t *r, const struct iovec *remote, int nr)
                   : NULL;
     if (!b)
         return 0;
-    xp_region_read(&r->le->region, r->offset, b, r->mlength);
+    /* Pipelined: the REPLY goes after the first bytes, and the initiator
+     * copies behind us (nothing here waits for it: it may wait for us). */
+    size_t len = (size_t)r->mlength, first = xp_eng_bounce_first(len);
+    xp_eng_bounce_stage(r->src, &r->le->region, r->offset, b, 0, first, 1);
     xp_seg_t s = { .addr = (uint64_t)(uintptr_t)b, .len = r->mlength };
     answer(r, &s, sizeof(s), XP_PKT_F_RMA | XP_PKT_F_BOUNCE);
+    xp_eng_bounce_stage(r->src, &r->le->region, r->offset, b, first, len, 1);
     return 1;
 }
 

@@ -772,4 +772,6 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .bounce_alloc = xp_shm_bounce_alloc,
     .bounce_done = xp_shm_bounce_done,
     .direct = xp_shm_direct,
+    .bounce_fill = xp_shm_bounce_fill,
+    .bounce_read = xp_shm_bounce_read,
 };

@@ -13,13 +13,26 @@
  * (release) once it has copied the data out and whose second word is a
  * cookie (BOUNCE_MAGIC ^ the header's address, cleared when the block is
  * freed) that the reader checks first, so that a wrong or stale address
- * cannot set a word of some other heap memory; then the data. The owner
+ * cannot set a word of some other heap memory; then the data.
+ *
+ * Pipelined: the writer may send the request after staging only the first
+ * chunk and stage the rest while the reader copies behind it (the header's
+ * fill word: bytes staged so far; its len word: the data length). A large
+ * put then costs about one copy instead of two in a row, and the reader
+ * takes lines the writer has just written, which stays fast where a whole
+ * staged MiB in the other core's cache was not (the far core-to-core state,
+ * docs/performance-notes.md round 11). Every writer ends with a fill of
+ * the whole length, after which it never touches the block; the owner
+ * frees a block only after that, and the reader hands one back only after
+ * that, so an answer (an ACK) never overtakes the writer. The owner
  * trusts nothing else in shared memory: its outstanding blocks are listed in
  * a private ring, oldest first, and freed from there once done (the oldest
  * ones as new blocks are taken; every done one when the list, the cap or
  * the heap is full). The cap keeps most of the heap for xp_shmalloc.
  */
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "transport/shm_internal.h"
 #include "util/config.h"
@@ -29,8 +42,14 @@
 #define BOUNCE_CAP_DIV 4u   /* outstanding blocks take at most heap size / this */
 #define BOUNCE_MAGIC 0x58504f554e434531ull /* "XPOUNCE1" */
 
-/* The header's words: done (the reader sets it), cookie. */
-enum { W_DONE, W_COOKIE };
+/* The header's words: done (the reader sets it), cookie, fill (bytes
+ * staged), len (data bytes; the writer's, fixed before the request goes). */
+enum { W_DONE, W_COOKIE, W_FILL, W_LEN };
+
+/* Spins of a reader waiting for the writer's next chunk before it yields
+ * its CPU and looks whether the writer still lives: the writer may share
+ * the reader's CPU (an oversubscribed node). */
+#define FILL_SPINS 256
 
 void xp_shm_bounce_init(shm_tl_t *s)
 {
@@ -57,11 +76,14 @@ static xp_shm_bounce_blk_t *at(xp_shm_bounce_t *b, uint32_t pos)
     return &b->list[pos & (BOUNCE_LIST - 1)];
 }
 
-/* Read, or never to be read: its reader is dead. */
+/* Read, or never to be read (its reader is dead), and no longer written:
+ * a thread of ours may still stage a pipelined block that a dead reader
+ * left, or one whose request was dropped (its reader waits for the fill). */
 static int block_done(const shm_tl_t *s, const xp_shm_bounce_blk_t *e)
 {
-    return xp_load_acquire(&((uint64_t *)(void *)e->blk)[W_DONE]) != 0 ||
-           xp_load_relaxed(&s->peers[e->rank].ip.dead);
+    const uint64_t *w = (const uint64_t *)(const void *)e->blk;
+    return (xp_load_acquire(&w[W_DONE]) != 0 || xp_load_relaxed(&s->peers[e->rank].ip.dead)) &&
+           xp_load_acquire(&w[W_FILL]) >= e->len;
 }
 
 static void block_free(shm_tl_t *s, const xp_shm_bounce_blk_t *e)
@@ -125,8 +147,10 @@ void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len)
         /* Published to the reader by the send of the request (release). */
         uint64_t *w = (uint64_t *)(void *)blk;
         xp_store_relaxed(&w[W_DONE], 0);
+        xp_store_relaxed(&w[W_FILL], 0);
+        xp_store_relaxed(&w[W_LEN], len);
         xp_store_relaxed(&w[W_COOKIE], BOUNCE_MAGIC ^ (uint64_t)(uintptr_t)blk);
-        *at(b, b->tail++) = (xp_shm_bounce_blk_t){ blk, size, rank };
+        *at(b, b->tail++) = (xp_shm_bounce_blk_t){ blk, size, len, rank };
         b->bytes += size;
     }
     pthread_mutex_unlock(&b->lock);
@@ -164,8 +188,91 @@ static void cancel(shm_tl_t *s, uint64_t addr)
         (hdr - base) % XP_SHMHEAP_MIN_BLOCK != 0)
         return;
     uint64_t *w = (uint64_t *)(uintptr_t)hdr;
+    /* (Freed once its writer has published the last fill too.) */
     if (xp_load_relaxed(&w[W_COOKIE]) == (BOUNCE_MAGIC ^ hdr))
         xp_store_release(&w[W_DONE], 1);
+}
+
+void xp_shm_bounce_fill(xp_tl_t *tl, void *buf, size_t n)
+{
+    (void)tl;
+    /* After the staged bytes (release): the reader copies up to n. */
+    xp_store_release(&((uint64_t *)(void *)((unsigned char *)buf - BOUNCE_HDR))[W_FILL], n);
+}
+
+/* rank's block whose data starts at addr (an address in rank), through our
+ * mapping of its heap: the header's words, or NULL when addr is not a
+ * block of that heap now. */
+static uint64_t *peer_block(shm_tl_t *s, int rank, uint64_t addr)
+{
+    if (rank < 0 || rank >= s->size || rank == s->rank)
+        return NULL;
+    shm_peer_t *p = &s->peers[rank];
+    uint64_t hdr = addr - BOUNCE_HDR;
+    /* Only a block header of its heap: inside it, on a block boundary
+     * (heap blocks are aligned to at least XP_SHMHEAP_MIN_BLOCK). */
+    if (!p->heap.base || addr < BOUNCE_HDR ||
+        !xp_shmheap_in(p->heap_remote, p->heap.size, hdr, BOUNCE_HDR) ||
+        (hdr - p->heap_remote) % XP_SHMHEAP_MIN_BLOCK != 0)
+        return NULL;
+    uint64_t *w = (uint64_t *)(void *)(p->heap.base + (hdr - p->heap_remote));
+    return xp_load_acquire(&w[W_COOKIE]) == (BOUNCE_MAGIC ^ hdr) ? w : NULL;
+}
+
+/* Wait until the writer has staged `need` bytes of block w (acquire):
+ * XP_OK, or XP_ERR_PEER_DEAD when it died first. */
+static xp_status_t wait_fill(shm_peer_t *p, const uint64_t *w, uint64_t need)
+{
+    for (unsigned spins = 1; xp_load_acquire(&w[W_FILL]) < need; spins++) {
+        if (spins % FILL_SPINS == 0) {
+            if (xp_shm_peer_gone(p))
+                return XP_ERR_PEER_DEAD;
+            sched_yield();
+        }
+        xp_cpu_relax();
+    }
+    return XP_OK;
+}
+
+xp_status_t xp_shm_bounce_read(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
+                               uint64_t addr, size_t len)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    uint64_t *w = peer_block(s, rank, addr);
+    shm_peer_t *p = &s->peers[rank];
+    /* The data lies in the heap (the cookie proves a block header there;
+     * its len word is the writer's, so check the end again). */
+    if (!w || len > xp_load_relaxed(&w[W_LEN]) ||
+        !xp_shmheap_in(p->heap_remote, p->heap.size, addr, len))
+        return XP_ERR_INVALID;
+    const unsigned char *src = p->heap.base + (addr - p->heap_remote);
+    size_t off = 0;
+    int li = 0;
+    size_t lo = 0; /* offset in local[li] */
+    while (off < len) {
+        xp_status_t st = wait_fill(p, w, off + 1);
+        if (st != XP_OK)
+            return st;
+        size_t end = xp_load_acquire(&w[W_FILL]);
+        if (end > len)
+            end = len;
+        /* Copy [off, end) into local, from where the last piece ended. */
+        while (off < end) {
+            if (li >= nlocal)
+                return XP_ERR_INVALID;
+            size_t n = local[li].iov_len - lo;
+            if (n > end - off)
+                n = end - off;
+            memcpy((unsigned char *)local[li].iov_base + lo, src + off, n);
+            off += n;
+            lo += n;
+            if (lo == local[li].iov_len) {
+                li++;
+                lo = 0;
+            }
+        }
+    }
+    return XP_OK;
 }
 
 void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr)
@@ -175,19 +282,14 @@ void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr)
         cancel(s, addr);
         return;
     }
-    if (rank < 0 || rank >= s->size || rank == s->rank)
-        return;
-    shm_peer_t *p = &s->peers[rank];
-    uint64_t hdr = addr - BOUNCE_HDR;
-    /* Only a block header of its heap: inside it, on a block boundary
-     * (heap blocks are aligned to at least XP_SHMHEAP_MIN_BLOCK). */
-    if (!p->heap.base || addr < BOUNCE_HDR ||
-        !xp_shmheap_in(p->heap_remote, p->heap.size, hdr, BOUNCE_HDR) ||
-        (hdr - p->heap_remote) % XP_SHMHEAP_MIN_BLOCK != 0)
-        return;
-    uint64_t *w = (uint64_t *)(void *)(p->heap.base + (hdr - p->heap_remote));
-    if (xp_load_relaxed(&w[W_COOKIE]) != (BOUNCE_MAGIC ^ hdr))
+    uint64_t *w = peer_block(s, rank, addr);
+    if (!w)
         return; /* not a bounce block now */
+    /* Only once it is staged in full (a request dropped at once still has
+     * its writer busy): the owner frees it then, and what we send after
+     * this (the ACK) comes after the writer's SEND event. */
+    if (wait_fill(&s->peers[rank], w, xp_load_relaxed(&w[W_LEN])) != XP_OK)
+        return; /* the writer died: its heap goes with it */
     /* After our copy out (release): the owner may reuse the block. */
     xp_store_release(&w[W_DONE], 1);
 }

@@ -64,6 +64,7 @@ typedef struct rx_lane {
 typedef struct xp_shm_bounce_blk {
     unsigned char *blk;
     size_t size;           /* heap bytes it takes */
+    size_t len;            /* data bytes: staged in full once its fill says so */
     int rank;              /* its reader */
 } xp_shm_bounce_blk_t;
 
@@ -136,6 +137,9 @@ void xp_shm_bounce_init(shm_tl_t *s);
 void xp_shm_bounce_fini(shm_tl_t *s);
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);
 void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr);
+void xp_shm_bounce_fill(xp_tl_t *tl, void *buf, size_t n);
+xp_status_t xp_shm_bounce_read(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
+                               uint64_t addr, size_t len);
 int xp_shm_direct(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs);
 /* Free every bounce block that has been read (xp_shm_heap_reclaim). */
 void xp_shm_bounce_reclaim(shm_tl_t *s);

@@ -357,6 +357,23 @@ void xp_tl_bounce_cancel(int rank, void *buf)
         r->ops->bounce_done(r->tl, -1, (uint64_t)(uintptr_t)buf);
 }
 
+void xp_tl_bounce_fill(int rank, void *buf, size_t n)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (r && OPS_HAS(r->ops, bounce_fill))
+        r->ops->bounce_fill(r->tl, buf, n);
+}
+
+xp_status_t xp_tl_bounce_read(int rank, const struct iovec *local, int nlocal, uint64_t addr,
+                              size_t len)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    if (r && OPS_HAS(r->ops, bounce_read))
+        return r->ops->bounce_read(r->tl, rank, local, nlocal, addr, len);
+    struct iovec remote = { (void *)(uintptr_t)addr, len };
+    return xp_tl_readv(rank, local, nlocal, &remote, 1);
+}
+
 int xp_tl_direct_ours(int rank, const void *p, size_t len)
 {
     const xp_tl_route_t *r = xp_tl_route(rank);

@@ -122,11 +122,12 @@ typedef struct xp_tl_ops {
     /* Staging memory for `len` payload bytes bound for `rank` that the
      * peer copies out directly (shm: a block of our shared heap, which it
      * maps), so that a request too large for one packet needs no page
-     * pinning of the peer's RMA read. The caller fills it, sends its address
-     * as the one RMA segment of a request that says so, and never touches
-     * it again: the reader hands it back with bounce_done (the block of a
-     * reader that dies is freed too). NULL: none for this size or peer
-     * now; use plain RMA. */
+     * pinning of the peer's RMA read. The caller stages the data
+     * (publishing it with bounce_fill, required with bounce_alloc), sends
+     * its address as the one RMA segment of a request that says so, and
+     * after its last fill never touches it again: the reader hands it back
+     * with bounce_done (the block of a reader that dies is freed too).
+     * NULL: none for this size or peer now; use plain RMA. */
     void *(*bounce_alloc)(xp_tl_t *tl, int rank, size_t len);
     /* Reader side: we have copied out rank's bounce block at `addr` (an
      * address in rank); a bad address is ignored. rank -1: a block of ours
@@ -137,6 +138,20 @@ typedef struct xp_tl_ops {
      * it in a bounce block would only add a copy. theirs: addr is an
      * address in rank; else one of ours. */
     int (*direct)(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs);
+    /* Writer side: the first n bytes of our block `buf` are staged
+     * (bounce_alloc's blocks start at 0). A request may name a block before
+     * it is full: the reader copies behind the writer. Every block needs a
+     * last fill of its whole length, even one whose request was never sent;
+     * after it the writer must not touch the block, and only after it does
+     * the reader hand the block back (so its answer comes after whatever
+     * the writer did before that fill: the SEND event). */
+    void (*bounce_fill)(xp_tl_t *tl, void *buf, size_t n);
+    /* Reader side: copy rank's block at `addr` (len bytes) into local,
+     * following its fill; XP_OK, XP_ERR_INVALID (not a block of rank's heap) or
+     * XP_ERR_PEER_DEAD (the writer died before staging it all). NULL:
+     * readv. */
+    xp_status_t (*bounce_read)(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
+                               uint64_t addr, size_t len);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -303,6 +318,12 @@ void *xp_tl_bounce_alloc(int rank, size_t len);
 void xp_tl_bounce_done(int rank, uint64_t addr);
 /* Give back a block of xp_tl_bounce_alloc(rank, ...) whose request was not sent. */
 void xp_tl_bounce_cancel(int rank, void *buf);
+/* The route's bounce_fill / bounce_read (xp_tl_ops_t): the first n bytes of
+ * our block buf for rank are staged; copy rank's block at addr into local
+ * (readv where the transport has no bounce_read). */
+void xp_tl_bounce_fill(int rank, void *buf, size_t n);
+xp_status_t xp_tl_bounce_read(int rank, const struct iovec *local, int nlocal, uint64_t addr,
+                              size_t len);
 /* The route's direct (xp_tl_ops_t) for our [p, p+len) / rank's segments
  * (all of them); 0 when its transport has none. */
 int xp_tl_direct_ours(int rank, const void *p, size_t len);

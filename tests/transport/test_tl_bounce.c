@@ -13,10 +13,19 @@
  * addresses (one of them block-aligned inside a block's data, which the
  * header's cookie tells apart), and cancel. With XP_SHM_BOUNCE_MAX=0
  * (or no heap) every allocation must fail.
+ *
+ * Pipelined blocks (xp_tl_bounce_fill / xp_tl_bounce_read): the reader
+ * copies behind a writer that stages 64 KiB at a time over a poisoned
+ * block and must see only the right bytes; a done waits for the writer's
+ * last fill (no acknowledgement before it); reads past the block's length
+ * or of addresses that are no block fail with XP_ERR_INVALID. --die: the
+ * writer exits after its first chunk; the reader's read must fail with
+ * XP_ERR_PEER_DEAD within seconds, and its done must return.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "transport/transport.h"
 #include "util/config.h"
@@ -124,9 +133,17 @@ static uint32_t serve_check(const msg_t *m)
 {
     unsigned char *buf = malloc(m->len);
     XP_REQUIRE(buf);
-    struct iovec l = {buf, m->len}, r = {(void *)(uintptr_t)m->addr, m->len};
+    /* Two pieces, so that a copy that follows the fill crosses an iovec. */
+    size_t half = m->len / 3;
+    struct iovec l[2] = {{buf, half}, {buf + half, m->len - half}};
     uint32_t fails = 0;
-    if (xp_tl_readv(0, &l, 1, &r, 1) != XP_OK)
+    xp_status_t st = xp_tl_bounce_read(0, l, 2, m->addr, m->len);
+    if (st != XP_OK) {
+        fprintf(stderr, "rank 1: read of block %u: %s\n", m->seq, xp_status_string(st));
+        fails++;
+    }
+    /* Past the block's length: refused. */
+    if (xp_tl_bounce_read(0, l, 2, m->addr, m->len + 1) != XP_ERR_INVALID)
         fails++;
     for (size_t i = 0; !fails && i < m->len; i++)
         if (buf[i] != byte_of(m->seq, i)) {
@@ -147,8 +164,12 @@ static void serve_bad_done(const msg_t *m)
     /* far keeps a's alignment to heap blocks but leaves the heap. */
     uint64_t bad[] = {0, 1, 63, 64, UINT64_MAX, UINT64_MAX - 63, a + 1, a - 1, a + 64, a - 64,
                       a + 32, a + far, a - far, (uintptr_t)not_heap + 64};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    unsigned char byte;
+    struct iovec one = {&byte, 1};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         xp_tl_bounce_done(0, bad[i]);
+        XP_CHECK_EQ(xp_tl_bounce_read(0, &one, 1, bad[i], 1), XP_ERR_INVALID);
+    }
     /* Block-aligned inside the block's data (the header would be data byte
      * 192): only the header's cookie tells it from a block. */
     xp_tl_bounce_done(0, a + 256);
@@ -193,8 +214,10 @@ static void check_limits(size_t max)
     /* The largest length works; given back at once. */
     void *b = xp_tl_bounce_alloc(peer, max);
     XP_CHECK(b != NULL);
-    if (b)
+    if (b) {
+        xp_tl_bounce_fill(peer, b, max);
         xp_tl_bounce_cancel(peer, b);
+    }
 }
 
 /* The next block for the round trips: a window's oldest ones may still be
@@ -220,6 +243,7 @@ static void round_trips(rx_t *rx, size_t max)
             size_t len = sent % 10 == 9 ? (size_t)(sent * 977u) % max + 1 : MIB;
             unsigned char *b = alloc_wait(len);
             fill(b, len, sent);
+            xp_tl_bounce_fill(1, b, len); /* staged in full */
             send_msg(1, (msg_t){CMD_CHECK, sent, (uintptr_t)b, len, 0});
             sent++;
         }
@@ -231,12 +255,81 @@ static void round_trips(rx_t *rx, size_t max)
     }
 }
 
+/* Pipelined: the request goes after the first chunk; the rest is staged
+ * (over a poisoned block, slowly) while the reader copies. */
+#define CHUNK (64u << 10)
+static void check_pipelined(rx_t *rx)
+{
+    for (uint32_t seq = 1000; seq < 1004; seq++) {
+        size_t len = MIB - (seq - 1000) * 4097; /* odd tails too */
+        unsigned char *b = alloc_wait(len);
+        memset(b, 0xEE, len);
+        fill(b, CHUNK, seq);
+        xp_tl_bounce_fill(1, b, CHUNK);
+        send_msg(1, (msg_t){CMD_CHECK, seq, (uintptr_t)b, len, 0});
+        for (size_t off = CHUNK; off < len; off += CHUNK) {
+            size_t n = len - off < CHUNK ? len - off : CHUNK;
+            usleep(200);
+            /* (fill() numbers bytes from the block's start.) */
+            for (size_t i = off; i < off + n; i++)
+                b[i] = byte_of(seq, i);
+            xp_tl_bounce_fill(1, b, off + n);
+        }
+        msg_t a = next_msg(rx);
+        XP_CHECK_EQ(a.kind, CMD_ACK);
+        XP_CHECK_EQ(a.seq, seq);
+        XP_CHECK_EQ(a.status, 0);
+    }
+}
+
+/* The reader's done waits for the last fill: no acknowledgement before it. */
+static void check_done_waits(rx_t *rx)
+{
+    unsigned char *b = alloc_wait(MIB);
+    xp_tl_bounce_fill(1, b, MIB - 1);
+    send_msg(1, (msg_t){CMD_DONE, 77, (uintptr_t)b, MIB, 0});
+    double t0 = now_s();
+    while (now_s() - t0 < 0.05) {
+        xp_tl_progress();
+        XP_CHECK(rx->head == rx->tail);
+    }
+    xp_tl_bounce_fill(1, b, MIB);
+    msg_t a = next_msg(rx);
+    XP_CHECK_EQ(a.kind, CMD_ACK);
+    XP_CHECK_EQ(a.seq, 77);
+}
+
+/* --die: the writer stages one chunk, sends, and exits. */
+static void die_writer(void)
+{
+    unsigned char *b = alloc_wait(MIB);
+    fill(b, CHUNK, 5);
+    xp_tl_bounce_fill(1, b, CHUNK);
+    send_msg(1, (msg_t){CMD_CHECK, 5, (uintptr_t)b, MIB, 0});
+    _exit(xp_test_result()); /* no last fill, no finalize */
+}
+
+static void die_reader(rx_t *rx)
+{
+    msg_t m = next_msg(rx);
+    XP_REQUIRE(m.kind == CMD_CHECK);
+    unsigned char *buf = malloc(m.len);
+    XP_REQUIRE(buf);
+    struct iovec l = {buf, m.len};
+    double t0 = now_s();
+    XP_CHECK_EQ(xp_tl_bounce_read(0, &l, 1, m.addr, m.len), XP_ERR_PEER_DEAD);
+    xp_tl_bounce_done(0, m.addr); /* returns: its writer is gone */
+    XP_CHECK(now_s() - t0 < WAIT_S);
+    fprintf(stderr, "rank 1: the dead writer's read failed after %.3f s\n", now_s() - t0);
+    free(buf);
+}
+
 /* Allocate len-byte blocks until refused (at most MAX_BLOCKS); returns how many. */
 static size_t alloc_upto(void **blk, size_t len, size_t max)
 {
     size_t n = 0;
     while (n < max && (blk[n] = xp_tl_bounce_alloc(1, len)))
-        n++;
+        xp_tl_bounce_fill(1, blk[n++], len); /* (the owner frees only staged blocks) */
     return n;
 }
 
@@ -293,7 +386,8 @@ static void check_cap_and_dones(rx_t *rx, void **blk)
         check_head(blk[i], (uint32_t)i);
     /* One good done frees exactly one block's room. */
     command(rx, CMD_DONE, 0, blk[0], MIB);
-    XP_CHECK((blk[0] = xp_tl_bounce_alloc(1, MIB)) != NULL);
+    XP_REQUIRE((blk[0] = xp_tl_bounce_alloc(1, MIB)) != NULL);
+    xp_tl_bounce_fill(1, blk[0], MIB);
     XP_CHECK(xp_tl_bounce_alloc(1, MIB) == NULL);
     check_unread_head(rx, blk, n, 1); /* blk[0] is the newest now */
     XP_CHECK_EQ(alloc_all(blk, MIB), want);
@@ -332,6 +426,10 @@ static void drive(rx_t *rx, size_t max)
     void **blk = calloc(MAX_BLOCKS, sizeof(void *));
     XP_REQUIRE(blk);
     round_trips(rx, max);
+    if (max >= MIB) {
+        check_pipelined(rx);
+        check_done_waits(rx);
+    }
     check_cap_and_dones(rx, blk);
     check_cancel(blk);
     command(rx, CMD_QUIT, 0, NULL, 0);
@@ -356,12 +454,21 @@ int main(int argc, char **argv)
         /* Without XP_SHM_BOUNCE_MAX=0 the shm route must offer blocks. */
         void *b = xp_tl_bounce_alloc(1 - xp_rank(), 1);
         XP_CHECK(b != NULL);
-        if (b)
+        if (b) {
+            xp_tl_bounce_fill(1 - xp_rank(), b, 1);
             xp_tl_bounce_cancel(1 - xp_rank(), b);
+        }
     } else {
         XP_CHECK(xp_tl_bounce_alloc(1 - xp_rank(), MIB) == NULL);
     }
     XP_REQUIRE(xp_barrier() == XP_OK);
+    if (argc > 1 && !strcmp(argv[1], "--die")) {
+        XP_REQUIRE(max >= MIB);
+        if (xp_rank() == 0)
+            die_writer();
+        die_reader(&rx);
+        return xp_test_result(); /* the peer is gone: no barrier */
+    }
     if (max && xp_rank() == 0)
         drive(&rx, max);
     else if (max)
