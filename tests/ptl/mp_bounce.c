@@ -363,8 +363,10 @@ static void check_blocks_back(int peer)
         XP_CHECK(i < want ? b[i] != NULL : b[i] == NULL);
     }
     for (int i = 0; i < 20; i++)
-        if (b[i])
+        if (b[i]) {
+            xp_tl_bounce_fill(peer, b[i], MIB); /* (a writer's last fill) */
             xp_tl_bounce_cancel(peer, b[i]);
+        }
 }
 
 typedef struct thr {

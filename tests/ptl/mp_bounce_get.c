@@ -176,8 +176,9 @@ static void dropped(ctx_t *c)
  * the heap) holds. */
 static size_t big_len(void)
 {
+    /* (many() reads at remote offsets up to nmany(): keep inside BUF.) */
     size_t m = xp_config()->shm_bounce_max;
-    return m < BUF ? m : BUF;
+    return m < BUF / 2 ? m : BUF / 2;
 }
 
 static size_t blocks_in_cap(void)
@@ -240,6 +241,7 @@ static void serve(ctx_t *c)
     void *probe = xp_tl_bounce_alloc(0, 64);
     if (!probe)
         return; /* no bounce blocks here (XP_SHM_BOUNCE_MAX=0) */
+    xp_tl_bounce_fill(0, probe, 64); /* (a writer's last fill) */
     xp_tl_bounce_cancel(0, probe);
     /* Half the cap in blocks of the largest size: fails if the gets' blocks
      * (more than the cap) did not all come back. */
@@ -247,7 +249,7 @@ static void serve(ctx_t *c)
     void *blk[24];
     size_t n = 0;
     while (n < want_blocks && (blk[n] = xp_tl_bounce_alloc(0, big_len())) != NULL)
-        n++;
+        xp_tl_bounce_fill(0, blk[n++], big_len());
     XP_CHECK_EQ(n, want_blocks);
     while (n > 0)
         xp_tl_bounce_cancel(0, blk[--n]);
