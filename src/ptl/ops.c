@@ -379,15 +379,17 @@ reply_bounce(int src_rank, xp_md_t *md, const xp_pkt_t *h, const void *payload, 
     return fail;
 }
 
-/* Pipelined bounce blocks: a block this large goes out after its first
- * BOUNCE_FIRST bytes and is published per BOUNCE_CHUNK, so that the
- * reader's copy overlaps ours (docs/performance-notes.md, round 11). */
-#define BOUNCE_FIRST (16u << 10)
-#define BOUNCE_CHUNK (64u << 10)
+/* Pipelined bounce blocks: a block above BOUNCE_WHOLE bytes goes out after
+ * its first BOUNCE_FIRST bytes and is published per BOUNCE_CHUNK, so that
+ * the reader's copy overlaps ours (sizes from a sweep of five choices,
+ * docs/performance-notes.md round 11; they were close to one another). */
+#define BOUNCE_WHOLE (64u << 10)
+#define BOUNCE_FIRST (8u << 10)
+#define BOUNCE_CHUNK (32u << 10)
 
 size_t xp_eng_bounce_first(size_t len)
 {
-    return len <= 2 * BOUNCE_CHUNK ? len : BOUNCE_FIRST;
+    return len <= BOUNCE_WHOLE ? len : BOUNCE_FIRST;
 }
 
 void xp_eng_bounce_stage(int rank, const xp_region_t *rg, uint64_t off, unsigned char *b,

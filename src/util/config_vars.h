@@ -68,7 +68,7 @@ XP_CONFIG_VAR(shm_split_chunk, SIZE, "XP_SHM_SPLIT_CHUNK", "512k", 4096, 1073741
               "chunks of at least 16k (see XP_SHM_SPLIT_MIN)")
 /* clang-format on */
 /* clang-format off */
-XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "512k", 0, 1073741824, "",
+XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
               "Largest shm put (above one packet) whose data the initiator stages in its shared "
               "heap, from where the target copies it with one memcpy instead of a "
               "process_vm_readv that pins pages; staged puts take at most a quarter of "

@@ -15,7 +15,7 @@
  * (or no heap) every allocation must fail.
  *
  * Pipelined blocks (xp_tl_bounce_fill / xp_tl_bounce_read): the reader
- * copies behind a writer that stages 64 KiB at a time over a poisoned
+ * copies behind a writer that stages 32 KiB at a time over a poisoned
  * block and must see only the right bytes; a done waits for the writer's
  * last fill (no acknowledgement before it); reads past the block's length
  * or of addresses that are no block fail with XP_ERR_INVALID. --die: the
@@ -257,7 +257,7 @@ static void round_trips(rx_t *rx, size_t max)
 
 /* Pipelined: the request goes after the first chunk; the rest is staged
  * (over a poisoned block, slowly) while the reader copies. */
-#define CHUNK (64u << 10)
+#define CHUNK (32u << 10) /* as the engine's */
 static void check_pipelined(rx_t *rx)
 {
     for (uint32_t seq = 1000; seq < 1004; seq++) {
