@@ -69,11 +69,11 @@ XP_CONFIG_VAR(shm_split_chunk, SIZE, "XP_SHM_SPLIT_CHUNK", "512k", 4096, 1073741
 /* clang-format on */
 /* clang-format off */
 XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
-              "Largest shm put (above one packet) whose data the initiator stages in its shared "
-              "heap, from where the target copies it with one memcpy instead of a "
-              "process_vm_readv that pins pages; staged puts take at most a quarter of "
-              "XP_SHM_HEAP_SIZE at a time, the rest (and larger puts) use process_vm_readv. "
-              "0: never")
+              "Largest shm put or get (above one packet) whose data the side that has it stages "
+              "in its shared heap, from where the other side copies it with one memcpy (behind "
+              "the stager, above 64k) instead of a process_vm_readv/writev that pins pages; "
+              "staged data takes at most a quarter of XP_SHM_HEAP_SIZE at a time, the rest "
+              "(and larger transfers) use process_vm_readv/writev. 0: never")
 /* clang-format on */
 /* clang-format off */
 XP_CONFIG_VAR(shm_pair_ring_size, SIZE, "XP_SHM_PAIR_RING_SIZE", "128k", 0, 1073741824, "",

@@ -3,7 +3,8 @@
 # must come back, threads; both progress modes, bounce blocks off, and a small cap. It
 # links the engine's archive (not libportals.so) for xp_tl_bounce_alloc. Its
 # block checks use 1 MiB puts, so most runs raise XP_SHM_BOUNCE_MAX to 2m;
-# _default runs the shipped limit (512k: those checks are skipped there).
+# _default runs the shipped limit (4m). Puts above 64 KiB are pipelined (the
+# target copies behind the initiator's staging).
 if(TARGET xprun AND TARGET xp_ptl)
   xp_mp_test(mp_bounce NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_bounce.c LIBS xp_ptl
              TIMEOUT 30 LABELS ptl ENV XP_SHM_BOUNCE_MAX=2m)
