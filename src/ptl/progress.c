@@ -511,6 +511,27 @@ static int runtime_wait_hook(uint64_t max_ns)
     return xp_ptl_progress();
 }
 
+/* The runtime's look at Portals packets (util/context.h), in both modes:
+ * the packets handled, or 1 when packets wait but another thread holds the
+ * poll lock (the progress thread, in a handler that may be long: a large
+ * copy that follows its writer). Then it waits for the lock, asleep if need
+ * be (the holder often shares our CPU: xprun binds a rank's threads to one),
+ * so that by the time this says 0 what was pending has been handled. */
+static int runtime_poll_hook(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    int n = xp_ptl_progress();
+    if (n > 0)
+        return n;
+    /* Also when nothing is pending: the progress thread may have handled
+     * our packets just before, and the caller reads what its handlers
+     * wrote (the lock's release and acquire order it). */
+    int pending = xp_tl_pending() != 0;
+    xp_poll_lock(st);
+    xp_poll_unlock(st);
+    return pending;
+}
+
 xp_status_t xp_ptl_progress_start(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
@@ -520,6 +541,7 @@ xp_status_t xp_ptl_progress_start(void)
         __atomic_store_n(&st->asym_fence, asym_fence_register(), __ATOMIC_SEQ_CST);
     if (xp_config()->progress != 0) { /* "inline" */
         __atomic_store_n(&xp_ctx.runtime_wait_hook, runtime_wait_hook, __ATOMIC_RELEASE);
+        __atomic_store_n(&xp_ctx.runtime_poll_hook, runtime_poll_hook, __ATOMIC_RELEASE);
         return XP_OK;
     }
     st->progress_stop = 0;
@@ -530,6 +552,7 @@ xp_status_t xp_ptl_progress_start(void)
         return XP_ERR_NO_RESOURCE;
     }
     st->progress_running = 1;
+    __atomic_store_n(&xp_ctx.runtime_poll_hook, runtime_poll_hook, __ATOMIC_RELEASE);
     return XP_OK;
 }
 
@@ -540,6 +563,7 @@ void xp_ptl_progress_stop(void)
      * (a thread still inside the hook while another runs PtlFini is the
      * application's race, as any Portals call during PtlFini is). */
     __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&xp_ctx.runtime_poll_hook, NULL, __ATOMIC_RELEASE);
     if (!st->progress_running)
         return;
     __atomic_store_n(&st->progress_stop, 1, __ATOMIC_RELEASE);

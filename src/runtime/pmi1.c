@@ -70,13 +70,23 @@ static xp_status_t write_all(int fd, const char *buf, size_t len)
  * socket: what a barrier may take longer with XP_PROGRESS=inline. */
 #define HOOK_SLICE_NS 500000ull
 
+/* How long a wait for the launcher first spins, alternating looks at its
+ * socket with the Portals poll hook (context.h): a barrier here takes ~50-100
+ * us, and a peer's request that arrives meanwhile (the ACK of a put made just
+ * before the barrier) is answered now rather than when the progress thread
+ * wakes up. */
+#define SPIN_NS 200000ull
+
 /* Read one line (without '\n') into line; timeout_ms < 0 waits forever.
  * With a progress hook (XP_PROGRESS=inline, context.h) the wait alternates
  * a non-blocking look at the socket with the hook, which handles Portals
- * packets and sleeps on their doorbell for at most HOOK_SLICE_NS. */
+ * packets and sleeps on their doorbell for at most HOOK_SLICE_NS; with only
+ * the poll hook (a progress thread), the same with the poll hook for the
+ * first SPIN_NS, then a plain poll() on the socket. */
 static xp_status_t read_line(pmi1_t *p, char *line, size_t cap, int timeout_ms)
 {
     uint64_t deadline = xp_deadline_ns(timeout_ms);
+    uint64_t spin_end = xp_time_ns() + SPIN_NS;
     for (;;) {
         char *nl = memchr(p->rbuf, '\n', p->rlen);
         if (nl) {
@@ -105,14 +115,19 @@ static xp_status_t read_line(pmi1_t *p, char *line, size_t cap, int timeout_ms)
             wait = (int)((deadline - now) / 1000000) + 1;
         }
         int (*hook)(uint64_t) = __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
+        int (*spin)(void) = hook ? NULL : __atomic_load_n(&xp_ctx.runtime_poll_hook, __ATOMIC_ACQUIRE);
+        if (spin && xp_time_ns() >= spin_end)
+            spin = NULL;
         struct pollfd pfd = {.fd = p->fd, .events = POLLIN};
-        int r = poll(&pfd, 1, hook ? 0 : wait);
+        int r = poll(&pfd, 1, hook || spin ? 0 : wait);
         if (r < 0 && errno != EINTR) {
             xp_log_errno(XP_LOG_ERROR, "PMI: poll");
             return XP_ERR_IO;
         }
         if (r == 0 && hook)
             hook(HOOK_SLICE_NS);
+        if (r == 0 && spin)
+            spin();
         if (r <= 0)
             continue;
         ssize_t n = read(p->fd, p->rbuf + p->rlen, sizeof p->rbuf - p->rlen);
@@ -510,6 +525,7 @@ static void finalize_at_exit(void)
     if (!p || fstat(p->fd, &sb) != 0 || sb.st_dev != p->fd_dev || sb.st_ino != p->fd_ino)
         return;
     __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE); /* Portals may be gone */
+    __atomic_store_n(&xp_ctx.runtime_poll_hook, NULL, __ATOMIC_RELEASE);
     send_finalize(p, 5000);
 }
 

@@ -45,6 +45,17 @@ typedef struct xp_context {
      * may sleep up to max_ns waiting for packets; it returns the packets
      * handled. A hook, so the runtime does not depend on ptl. */
     int (*runtime_wait_hook)(uint64_t max_ns);
+    /* Set by ptl/ in both progress modes (NULL otherwise): one look at
+     * Portals packets, which sleeps only while another thread is in a
+     * handler; returns the packets handled (or 1 when it waited for that
+     * thread: look again). The PMI-1 wait calls it for the
+     * first 200 us of each wait (pmi1.c), and xp_barrier until it returns 0
+     * before and after the barrier, so that requests that peers sent before
+     * a runtime barrier are handled before it returns and answered at once
+     * (the ACK of a put made just before it comes back during it), not after
+     * the progress thread wakes up (tens of us on a busy or virtual machine):
+     * "put; xp_barrier(); read the target buffer" works on one node. */
+    int (*runtime_poll_hook)(void);
 } xp_context_t;
 
 extern xp_context_t xp_ctx;
