@@ -32,6 +32,9 @@ XP_EXPORT int xp_node_of(int rank);   /* node index of any rank; -1 if out of ra
 /* Which bootstrap is in use: "pmi1", "pmix" or "singleton". */
 XP_EXPORT const char *xp_bootstrap_name(void);
 
+/* Every rank of the job. With Portals initialised it also handles the
+ * Portals packets that are there before and after the barrier: a put made
+ * before it has landed at its target (on this node) when it returns there. */
 XP_EXPORT xp_status_t xp_barrier(void);
 /* Abort the whole job (every rank) with a message; does not return. */
 XP_EXPORT void xp_abort(int code, const char *msg) __attribute__((noreturn));
