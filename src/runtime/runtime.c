@@ -325,9 +325,9 @@ XP_EXPORT const char *xp_bootstrap_name(void)
  * a stream of new packets cannot hold us there. */
 #define BARRIER_DRAIN_MAX 64
 
-static void drain(int (*poll)(void))
+static void drain(int (*look)(void))
 {
-    for (int i = 0; poll && i < BARRIER_DRAIN_MAX && poll() > 0; i++)
+    for (int i = 0; look && i < BARRIER_DRAIN_MAX && look() > 0; i++)
         ;
 }
 
@@ -337,15 +337,15 @@ XP_EXPORT xp_status_t xp_barrier(void)
     /* Handle the Portals packets that are here before and after the barrier
      * (context.h): requests sent to us before the peers entered it are
      * handled, and answered, before we leave it. */
-    int (*poll)(void) = __atomic_load_n(&xp_ctx.runtime_poll_hook, __ATOMIC_ACQUIRE);
-    drain(poll);
+    int (*look)(void) = __atomic_load_n(&xp_ctx.runtime_poll_hook, __ATOMIC_ACQUIRE);
+    drain(look);
     xp_tsan_message_out();
     xp_status_t st = rt ? rt->ops->barrier(rt->boot) : XP_ERR_NOT_INIT;
     /* Leaving a barrier is a message in: whatever the peers did before it,
      * including their reactions to our threads' packets, came first. */
     xp_tsan_message_in();
     if (st == XP_OK)
-        drain(poll);
+        drain(look);
     return st;
 }
 
