@@ -1,6 +1,7 @@
 /*
  * heap_bench - Portals put bandwidth with the source buffer from malloc
- * (target copies with process_vm_readv) or from the shared heap
+ * (staged in a bounce block up to XP_SHM_BOUNCE_MAX, which the target copies
+ * out behind the initiator; process_vm_readv above) or from the shared heap
  * (xp_shmalloc: the target copies with memcpy through its mapping), the two
  * kinds interleaved in every repetition so both see the same machine state.
  *
