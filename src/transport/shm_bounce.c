@@ -32,7 +32,6 @@
  */
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "transport/shm_internal.h"
 #include "util/config.h"
@@ -219,11 +218,12 @@ static uint64_t *peer_block(shm_tl_t *s, int rank, uint64_t addr)
     return xp_load_acquire(&w[W_COOKIE]) == (BOUNCE_MAGIC ^ hdr) ? w : NULL;
 }
 
-/* Wait until the writer has staged `need` bytes of block w (acquire):
- * XP_OK, or XP_ERR_PEER_DEAD when it died first. */
-static xp_status_t wait_fill(shm_peer_t *p, const uint64_t *w, uint64_t need)
+/* Wait until the writer has staged `need` bytes of block w (acquire), and
+ * set *filled to what it has staged: XP_OK, or XP_ERR_PEER_DEAD when it
+ * died first. */
+static xp_status_t wait_fill(shm_peer_t *p, const uint64_t *w, uint64_t need, uint64_t *filled)
 {
-    for (unsigned spins = 1; xp_load_acquire(&w[W_FILL]) < need; spins++) {
+    for (unsigned spins = 1; (*filled = xp_load_acquire(&w[W_FILL])) < need; spins++) {
         if (spins % FILL_SPINS == 0) {
             if (xp_shm_peer_gone(p))
                 return XP_ERR_PEER_DEAD;
@@ -239,38 +239,21 @@ xp_status_t xp_shm_bounce_read(xp_tl_t *tl, int rank, const struct iovec *local,
 {
     shm_tl_t *s = (shm_tl_t *)tl;
     uint64_t *w = peer_block(s, rank, addr);
+    if (!w)
+        return XP_ERR_INVALID;
     shm_peer_t *p = &s->peers[rank];
     /* The data lies in the heap (the cookie proves a block header there;
      * its len word is the writer's, so check the end again). */
-    if (!w || len > xp_load_relaxed(&w[W_LEN]) ||
-        !xp_shmheap_in(p->heap_remote, p->heap.size, addr, len))
+    if (len > xp_load_relaxed(&w[W_LEN]) || !xp_shmheap_in(p->heap_remote, p->heap.size, addr, len))
         return XP_ERR_INVALID;
     const unsigned char *src = p->heap.base + (addr - p->heap_remote);
-    size_t off = 0;
-    int li = 0;
-    size_t lo = 0; /* offset in local[li] */
-    while (off < len) {
-        xp_status_t st = wait_fill(p, w, off + 1);
+    /* Each piece as soon as it is staged: [off, what the fill says). */
+    for (uint64_t off = 0, end; off < len; off = end) {
+        xp_status_t st = wait_fill(p, w, off + 1, &end);
+        if (st == XP_OK)
+            st = xp_iov_copy_in(local, nlocal, off, src + off, (end < len ? end : len) - off);
         if (st != XP_OK)
             return st;
-        size_t end = xp_load_acquire(&w[W_FILL]);
-        if (end > len)
-            end = len;
-        /* Copy [off, end) into local, from where the last piece ended. */
-        while (off < end) {
-            if (li >= nlocal)
-                return XP_ERR_INVALID;
-            size_t n = local[li].iov_len - lo;
-            if (n > end - off)
-                n = end - off;
-            memcpy((unsigned char *)local[li].iov_base + lo, src + off, n);
-            off += n;
-            lo += n;
-            if (lo == local[li].iov_len) {
-                li++;
-                lo = 0;
-            }
-        }
     }
     return XP_OK;
 }
@@ -288,7 +271,8 @@ void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr)
     /* Only once it is staged in full (a request dropped at once still has
      * its writer busy): the owner frees it then, and what we send after
      * this (the ACK) comes after the writer's SEND event. */
-    if (wait_fill(&s->peers[rank], w, xp_load_relaxed(&w[W_LEN])) != XP_OK)
+    uint64_t filled;
+    if (wait_fill(&s->peers[rank], w, xp_load_relaxed(&w[W_LEN]), &filled) != XP_OK)
         return; /* the writer died: its heap goes with it */
     /* After our copy out (release): the owner may reuse the block. */
     xp_store_release(&w[W_DONE], 1);

@@ -283,6 +283,26 @@ xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *s
     return XP_OK;
 }
 
+xp_status_t xp_iov_copy_in(const struct iovec *dst, int ndst, size_t dst_off, const void *src,
+                           size_t n)
+{
+    int ok;
+    size_t total = iov_total(dst, ndst, &ok);
+    if (!ok || dst_off > total || n > total - dst_off)
+        return XP_ERR_INVALID;
+    iov_cursor_t dc = {dst, ndst, 0, 0};
+    cursor_advance(&dc, dst_off);
+    for (const char *s = src; n; dc.i++, dc.off = 0) {
+        size_t k = dst[dc.i].iov_len - dc.off;
+        if (k > n)
+            k = n;
+        memcpy((char *)dst[dc.i].iov_base + dc.off, s, k);
+        s += k;
+        n -= k;
+    }
+    return XP_OK;
+}
+
 int xp_membarrier_register(void)
 {
     long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);

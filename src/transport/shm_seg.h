@@ -81,6 +81,10 @@ xp_status_t xp_cma_copy(pid_t pid, int do_write, const struct iovec *local, int 
                         const struct iovec *remote, int nremote);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);
+/* Copy n bytes from src into dst at byte offset dst_off (XP_ERR_INVALID when
+ * dst is shorter). */
+xp_status_t xp_iov_copy_in(const struct iovec *dst, int ndst, size_t dst_off, const void *src,
+                           size_t n);
 
 /* Ring a peer's (or our own) doorbell after publishing a packet: the futex
  * path only if somebody sleeps there. Seeing `sleepers` after our publication

@@ -108,6 +108,26 @@ static void check_cma(pid_t pid, unsigned char *remote)
     free(want);
 }
 
+/* xp_iov_copy_in: pieces at every offset across uneven iovecs (an empty
+ * one too) land where they belong; a piece past the end is refused. */
+static void check_iov_copy_in(void)
+{
+    enum { N = 1000 };
+    unsigned char src[N], dst[N];
+    fill(src, N, 5);
+    memset(dst, 0, N);
+    struct iovec d[4] = {{dst, 7}, {dst + 7, 0}, {dst + 7, 500}, {dst + 507, N - 507}};
+    for (size_t off = 0; off < N; off += 33) {
+        size_t n = off + 33 <= N ? 33 : N - off;
+        XP_CHECK_EQ(xp_iov_copy_in(d, 4, off, src + off, n), XP_OK);
+    }
+    XP_CHECK(!memcmp(dst, src, N));
+    XP_CHECK_EQ(xp_iov_copy_in(d, 4, N - 1, src, 2), XP_ERR_INVALID);
+    XP_CHECK_EQ(xp_iov_copy_in(d, 4, N + 1, src, 0), XP_ERR_INVALID);
+    XP_CHECK_EQ(xp_iov_copy_in(d, 4, N, src, 0), XP_OK);
+    XP_CHECK(!memcmp(dst, src, N)); /* the refused copies wrote nothing */
+}
+
 static int dev_shm_has(const char *name)
 {
     char path[128];
@@ -157,6 +177,7 @@ int main(void)
     XP_CHECK(rx.len == MAXPKT && !memcmp(rx.buf, msg, MAXPKT));
 
     check_cma(pid, (unsigned char *)(uintptr_t)remote_big);
+    check_iov_copy_in();
     push(&b, &cached, 0, "q", 1);
     wait_one(&a.hdr->ring, &rx);
     XP_CHECK(rx.len == 1 && rx.buf[0] == 'k');
