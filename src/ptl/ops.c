@@ -307,6 +307,12 @@ typedef struct send_ev {
     ptl_size_t local_offset;
 } send_ev_t;
 
+/* Whether a successful send owes anything at all (an event or a count). */
+static inline int send_noticed(const xp_md_t *md)
+{
+    return md->eq || (md->ct && (md->options & PTL_MD_EVENT_CT_SEND));
+}
+
 static void send_ev_post(void *arg)
 {
     send_ev_t *e = arg;
@@ -331,7 +337,7 @@ send_inline(const xp_tl_route_t *r, int rank, xp_md_t *md, const xp_pkt_t *h, co
     rc = wire_send_route(r, rank, h, payload, len);
     if (__builtin_expect(rc == XP_ERR_AGAIN, 0))
         rc = xp_eng_send(rank, h, payload, len, NULL, 0, 0);
-    if (rc == XP_OK && (md->eq || (md->ct && (md->options & PTL_MD_EVENT_CT_SEND))))
+    if (rc == XP_OK && send_noticed(md))
         send_ev_post(&e);
     return rc;
 }
@@ -714,7 +720,7 @@ static void put_bounce_rest(int rank, xp_md_t *md, const xp_pkt_t *h, unsigned c
 {
     xp_eng_bounce_stage(rank, &md->region, local_offset, b, first, (size_t)h->rlength, 0);
     xp_trig_defer_begin();
-    if (md->eq || (md->ct && (md->options & PTL_MD_EVENT_CT_SEND)))
+    if (send_noticed(md))
         send_done(md, PTL_NI_OK, user_ptr, h, local_offset);
     xp_tl_bounce_fill(rank, b, (size_t)h->rlength);
     xp_trig_defer_end();
