@@ -137,6 +137,12 @@ xp_ptl_wait_inline(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg, uint64_t d
         return XP_OK;
     xp_ptl_active_begin(&a);
     for (long i = 0; i < a.spins; i++) {
+        /* The rings first: this look is what a pause delays, and a packet
+         * is seen soonest when the look follows the pause directly (a raw
+         * two-process ring with other loads before its look after each
+         * pause measured 7-13 ns slower one way; docs/performance-notes.md,
+         * round 12). */
+        int n = xp_ptl_poll_inline(a.st);
         if (pred(arg)) {
             xp_ptl_active_end(&a);
             return XP_OK;
@@ -150,19 +156,24 @@ xp_ptl_wait_inline(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg, uint64_t d
             why = XP_PTL_SPIN_TIMEOUT;
             break;
         }
-        /* After a poll that handled something, look at the condition at
-         * once; after an idle one only another thread can have changed it. */
-        int n = xp_ptl_poll_inline(a.st);
+        /* After a poll that handled something, poll again at once. */
         if (n > 0)
             continue;
         /* Packets that stay pending are another thread's: the progress
          * thread is in a long handler (a large copy that a peer waits for,
          * split_copy). Spinning here takes its CPU (xprun binds a rank's
          * threads to one): sleep and let it run. */
-        if (n < 0 || !xp_tl_pending())
+        if (n < 0) {
             busy = 0;
-        else if (++busy >= XP_PTL_BUSY_SPINS && xp_ptl_may_park(a.st))
+            /* And once more just before the pause (it saves the pause when
+             * the packet arrived during the checks above). */
+            if (xp_tl_pending())
+                continue;
+        } else if (!xp_tl_pending()) {
+            busy = 0;
+        } else if (++busy >= XP_PTL_BUSY_SPINS && xp_ptl_may_park(a.st)) {
             break;
+        }
         xp_cpu_relax();
     }
     return xp_ptl_wait_rest(pred, arm, arg, deadline_ns, &a, why);
