@@ -13,8 +13,18 @@
  *   near: median < --near-ns   far: < --busy-ns
  *   busy: the probe itself was descheduled (another process on a CPU)
  *
+ * Then a second figure, ring_ns: two processes (as two ranks would be)
+ * pass a sequence number through one ring of 64-byte cells per direction in
+ * a shared mapping, each waiting for the next cell with a pause per look,
+ * as the shm transport's rings are used: the floor under a library's
+ * small-message one-way time. On the VM above it took two values within
+ * the near state (~28 and ~41 ns) that oneway_ns did not tell apart, and
+ * Xportals' 8-byte ping-pong followed ring_ns, not oneway_ns.
+ *
  * Output: one key=value line, e.g.
- *   bench=c2c_probe cpus=0,1 iters=2000 samples=15 oneway_ns=54.2 min_ns=52.8 p90_ns=58.0 state=near
+ *   bench=c2c_probe cpus=0,1 iters=2000 samples=15 oneway_ns=54.2 min_ns=52.8 p90_ns=58.0
+ *   state=near ring_ns=41.3
+ * (ring_ns=NA when the second process could not run).
  * Exit status: 0, 1 on a system error (e.g. a CPU that does not exist), 2 on
  * a bad command line. No Portals call: it needs no launcher.
  */
@@ -23,11 +33,15 @@
 #endif
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     int    cpu[2];
@@ -104,6 +118,96 @@ static double sample_ns(const probe_opts_t *o, probe_line_t *line, uint64_t *nex
         *next = v + 2;
     }
     return (now_ns() - t0) / (2.0 * (double)o->iters);
+}
+
+static int cmp_double(const void *a, const void *b);
+
+/* One cell of the ring measurement: a sequence number alone on its line. */
+typedef struct {
+    _Alignas(64) volatile uint64_t seq;
+    char pad[64 - sizeof(uint64_t)];
+} ring_cell_t;
+
+#define RING_CELLS 256 /* per direction, like a short shm ring */
+#define RING_ITERS_X 4 /* times --iters round trips per sample */
+
+typedef struct {
+    ring_cell_t out[RING_CELLS]; /* written by the parent */
+    ring_cell_t back[RING_CELLS]; /* written by the child */
+    volatile int ready;           /* the child: 1 pinned, -1 could not pin */
+} ring_area_t;
+
+/* Waits (with a pause per look) until cell c holds n; 0, or -1 when more
+ * than a second has passed (the other process is gone). */
+static int ring_wait(const ring_cell_t *c, uint64_t n)
+{
+    for (unsigned long spins = 1; c->seq != n; spins++) {
+        cpu_relax();
+        if ((spins & 0xfffff) == 0 && spins > (1ul << 26))
+            return -1;
+    }
+    return 0;
+}
+
+/* The child: answers every sequence number of `out` in `back`. */
+static void ring_child(const probe_opts_t *o, ring_area_t *a)
+{
+    uint64_t total = (uint64_t)(o->iters * RING_ITERS_X + RING_CELLS) * (uint64_t)o->samples;
+    if (pin_self(o->cpu[1]) != 0) {
+        a->ready = -1;
+        _exit(1);
+    }
+    a->ready = 1;
+    for (uint64_t n = 1; n <= total; n++) {
+        if (ring_wait(&a->out[n % RING_CELLS], n) != 0)
+            _exit(1);
+        a->back[n % RING_CELLS].seq = n;
+    }
+    _exit(0);
+}
+
+/* ring_ns's samples into v (sorted); 0 on success, -1 when it could not
+ * run (no fork, a CPU it may not use, a child that stopped answering). */
+static int ring_measure(const probe_opts_t *o, double *v)
+{
+    ring_area_t *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                          -1, 0);
+    int rc = -1, status;
+    if (a == MAP_FAILED)
+        return -1;
+    memset(a, 0, sizeof(*a)); /* no page faults in the samples */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        ring_child(o, a);
+    if (pid < 0)
+        goto out;
+    while (a->ready == 0)
+        cpu_relax();
+    if (a->ready > 0) {
+        uint64_t n = 1;
+        long iters = o->iters * RING_ITERS_X;
+        rc = 0;
+        for (long s = 0; rc == 0 && s < o->samples; s++) {
+            double t0 = 0;
+            /* A lap of the rings first: every cell's line back in place. */
+            for (long i = -RING_CELLS; rc == 0 && i < iters; i++, n++) {
+                if (i == 0)
+                    t0 = now_ns();
+                a->out[n % RING_CELLS].seq = n;
+                rc = ring_wait(&a->back[n % RING_CELLS], n);
+            }
+            v[s] = (now_ns() - t0) / (2.0 * (double)iters);
+        }
+    }
+    if (rc != 0)
+        kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    if (rc == 0)
+        qsort(v, (size_t)o->samples, sizeof(*v), cmp_double);
+out:
+    munmap(a, sizeof(*a));
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -214,8 +318,12 @@ int main(int argc, char **argv)
     double med = v[o.samples / 2];
     long p90 = (o.samples * 9) / 10 < o.samples ? (o.samples * 9) / 10 : o.samples - 1;
     printf("bench=c2c_probe cpus=%d,%d iters=%ld samples=%ld oneway_ns=%.1f min_ns=%.1f "
-           "p90_ns=%.1f state=%s\n",
+           "p90_ns=%.1f state=%s",
            o.cpu[0], o.cpu[1], o.iters, o.samples, med, v[0], v[p90], state_of(&o, med));
+    if (ring_measure(&o, v) == 0)
+        printf(" ring_ns=%.1f\n", v[o.samples / 2]);
+    else
+        printf(" ring_ns=NA\n");
     free(v);
     return 0;
 }

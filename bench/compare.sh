@@ -144,13 +144,16 @@ find_probe() {
 }
 
 # ------------------------------------------------------------------ probing
-# probe: sets PROBE_NS and PROBE_STATE.
+# probe: sets PROBE_NS, PROBE_RING (the two-process ring floor, ring_ns)
+# and PROBE_STATE.
 probe() {
     local line
-    PROBE_NS=NA PROBE_STATE=unknown
+    PROBE_NS=NA PROBE_RING=NA PROBE_STATE=unknown
     [ -n "$PROBE" ] || return 0
     line=$(timeout 10 "$PROBE" 2>/dev/null) || return 0
     PROBE_NS=$(kv oneway_ns "$line")
+    PROBE_RING=$(kv ring_ns "$line")
+    PROBE_RING=${PROBE_RING:-NA}
     PROBE_STATE=$(kv state "$line")
 }
 
@@ -328,10 +331,10 @@ wanted_size() {
 
 # trial ROUND BENCH IMPL: probe, run, probe; one line per size measured.
 trial() {
-    local r=$1 b=$2 i=$3 log="$workdir/logs/r$1.$2.$3.log" out rc before state size v line got=0 load
+    local r=$1 b=$2 i=$3 log="$workdir/logs/r$1.$2.$3.log" out rc before ring state size v line got=0 load
     load=$(cut -d' ' -f1 /proc/loadavg)
     probe
-    before=$PROBE_NS state=$PROBE_STATE
+    before=$PROBE_NS ring=$PROBE_RING state=$PROBE_STATE
     out=$(command_for "$b" "$i" 2>"$log.err")
     rc=$?
     printf '%s\n' "$out" >"$log"
@@ -340,7 +343,7 @@ trial() {
     while read -r size v; do
         wanted_size "$b" "$size" || continue
         [ $rc -eq 0 ] || break
-        line="bench=$b impl=$i size=$size state=$state probe_ns=$before/$PROBE_NS $(unit_key "$b")=$v round=$r load1=$load status=ok"
+        line="bench=$b impl=$i size=$size state=$state probe_ns=$before/$PROBE_NS ring_ns=$ring/$PROBE_RING $(unit_key "$b")=$v round=$r load1=$load status=ok"
         echo "$line"
         echo "$line" >>"$RESULTS"
         got=1
@@ -388,6 +391,15 @@ table() {
         if (!((b, i) in hasimpl)) { hasimpl[b, i] = 1; impls[b] = impls[b] " " i }
         split(kv("probe_ns"), pr, "/")
         if (pr[1] ~ /^[0-9.]+$/) { pk = "probe" SUBSEP st; val[pk, ++cnt[pk]] = pr[1] + 0 }
+        split(kv("ring_ns"), rg, "/")
+        if (rg[1] ~ /^[0-9.]+$/) { pk = "ring" SUBSEP st; val[pk, ++cnt[pk]] = rg[1] + 0 }
+        # Small-message latency above the floor of the same trial: what the
+        # software adds, whichever state the machine was in.
+        if (b == "lat" && s == 8 && st == "near" && rg[1] ~ /^[0-9.]+$/) {
+            pk = "over" SUBSEP i
+            if (!(pk in cnt)) overimpl[++nover] = i
+            val[pk, ++cnt[pk]] = v * 1000 - rg[1]
+        }
     }
     END {
         title["lat"] = "one-way latency, us (lower is better; ratio < 1: Xportals faster)"
@@ -446,6 +458,17 @@ table() {
             if (pk in cnt) printf " %s %.1f ns;", states[q], median(pk)
         }
         printf "\n"
+        printf "two-process ring floor (c2c_probe ring_ns before each trial, median):"
+        for (q = 1; q <= 5; q++) {
+            pk = "ring" SUBSEP states[q]
+            if (pk in cnt) printf " %s %.1f ns;", states[q], median(pk)
+        }
+        printf "\n"
+        if (nover) {
+            printf "8 B one-way minus the ring floor probed before it, near (median):"
+            for (k = 1; k <= nover; k++) printf " %s %.1f ns;", overimpl[k], median("over" SUBSEP overimpl[k])
+            printf "\n"
+        }
         if (nf) {
             printf "failed trials (see the status=failed lines for logs):"
             for (k = 1; k <= nf; k++) printf " %s x%d;", forder[k], failed[forder[k]]
