@@ -33,3 +33,12 @@ if(XP_BUILD_BENCH AND TARGET xprun)
     math(EXPR _i "${_i} + 1")
   endforeach()
 endif()
+# The probe compare.sh labels trials with: both of its figures, and a bad
+# command line refused (exit 2).
+if(XP_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/c2c_probe.c)
+  add_test(NAME bench_smoke_c2c_probe COMMAND $<TARGET_FILE:c2c_probe> --iters 200 --samples 3)
+  set_tests_properties(bench_smoke_c2c_probe PROPERTIES TIMEOUT 20 LABELS "bench"
+                       PASS_REGULAR_EXPRESSION "oneway_ns=[0-9.]+ .*state=[a-z]+ ring_ns=[0-9.]+")
+  add_test(NAME bench_smoke_c2c_probe_usage COMMAND $<TARGET_FILE:c2c_probe> --cpus 0,0)
+  set_tests_properties(bench_smoke_c2c_probe_usage PROPERTIES TIMEOUT 20 LABELS "bench" WILL_FAIL TRUE)
+endif()
