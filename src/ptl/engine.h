@@ -214,7 +214,30 @@ typedef struct xp_ptl_state {
      * blocks; it returns PTL_NI_OK or the failure for the initiator's ACK. */
     ptl_ni_fail_t (*xtq_deliver)(ptl_handle_ni_t ni, void *landed, size_t len);
     void (*xtq_ni_fini)(ptl_handle_ni_t ni); /* the NI is being destroyed */
+    /* PtlPut's memo of the MD and route of its last compact put (ops.c),
+     * so that a put like the previous one skips the chain of dependent
+     * loads from handle to ring (table, MD, NI, map, route). One thread's:
+     * the first to claim `owner` fills and reads it, no other thread
+     * touches the rest. Valid while `epoch` equals put_epoch. */
+    struct xp_put_memo {
+        uintptr_t owner;          /* xp_thread_id() of its thread; 0: unclaimed */
+        uint32_t epoch;
+        ptl_handle_md_t md_handle;
+        ptl_rank_t rank;          /* logical target rank */
+        int job_rank;             /* its job rank */
+        struct xp_md *md;
+        const struct xp_tl_route *route;
+    } put_memo XP_CACHE_ALIGNED;
+    /* Bumped (xp_put_memo_forget) whenever what a memo holds may go: an MD
+     * freed, an NI's map set, an NI destroyed, the transports closed. */
+    uint32_t put_epoch;
 } xp_ptl_state_t;
+
+/* Every PtlPut memo is stale from now on. */
+static inline void xp_put_memo_forget(xp_ptl_state_t *st)
+{
+    __atomic_add_fetch(&st->put_epoch, 1, __ATOMIC_RELEASE);
+}
 
 /* The common case of xp_eng_ack_many, inline for the packet handler: the
  * acknowledgement (successful, counting, mlength bytes) joins those already

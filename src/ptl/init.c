@@ -154,6 +154,7 @@ void PtlFini(void)
     for (int i = 0; i < 100 && xp_ptl_progress() > 0; i++)
         ;
     __atomic_store_n(&st->init_count, 0, __ATOMIC_RELEASE);
+    xp_put_memo_forget(st); /* its MDs, maps and routes go now */
     for (int s = 0; s < XP_PTL_NI_SLOTS; s++) {
         if (st->ni[s]) {
             xp_ni_destroy(st->ni[s]);

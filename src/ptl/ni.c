@@ -359,6 +359,7 @@ int PtlNIFini(ptl_handle_ni_t ni_handle)
     /* Unpublish first so the packet handler stops finding it, then wait for
      * a handler that may still be using it (it holds the poll lock). */
     __atomic_store_n(&st->ni[ni->slot], NULL, __ATOMIC_RELEASE);
+    xp_put_memo_forget(st);
     xp_poll_lock(st);
     xp_poll_unlock(st);
     xp_ptl_interrupt();
@@ -476,6 +477,7 @@ int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_
     }
     /* Readers may still hold the identity map: it lives until the NI dies. */
     __atomic_store_n(&ni->map, map, __ATOMIC_RELEASE);
+    xp_put_memo_forget(xp_ptl_state());
     ni->map_set = 1;
     xp_ni_unlock(ni);
     return PTL_OK;

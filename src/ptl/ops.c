@@ -923,6 +923,56 @@ static __attribute__((noinline)) int put_count_send(xp_md_t *md, ptl_size_t leng
     return PTL_OK;
 }
 
+/* PtlPut's route to `target` for an MD's compact puts (see PtlPut), with
+ * the target's job rank; NULL: put_checked decides. Out of line: the memo
+ * (put_memo_hit) answers the puts that follow. */
+static __attribute__((noinline)) const xp_tl_route_t *
+put_resolve(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_rank_t target, xp_md_t **mdp,
+            int *job_rank)
+{
+    uint32_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+    xp_md_t *md = md_lookup(st, md_handle);
+    if (!md)
+        return NULL;
+    /* A logical NI's rank and its route for compact puts (xp_ni_map_t). */
+    const xp_ni_t *ni = md->ni;
+    if (ni->physical)
+        return NULL;
+    const xp_ni_map_t *map = __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
+    if (target >= map->size)
+        return NULL;
+    const xp_tl_route_t *r = map->sput_route[target];
+    if (!r)
+        return NULL;
+    *mdp = md;
+    *job_rank = map->rank[target];
+    /* Remember it for this thread, if the memo is (or becomes) ours. */
+    struct xp_put_memo *pm = &st->put_memo;
+    uintptr_t me = xp_thread_id(), owner = __atomic_load_n(&pm->owner, __ATOMIC_RELAXED);
+    if (owner == me || (owner == 0 && __atomic_compare_exchange_n(&pm->owner, &owner, me, 0,
+                                                                  __ATOMIC_RELAXED,
+                                                                  __ATOMIC_RELAXED))) {
+        pm->epoch = epoch; /* as read before the lookup: a later forget wins */
+        pm->md_handle = md_handle;
+        pm->rank = target;
+        pm->job_rank = *job_rank;
+        pm->md = md;
+        pm->route = r;
+    }
+    return r;
+}
+
+/* The memo's MD and route when this thread's last compact put went to the
+ * same MD and target and nothing they depend on went since. */
+static inline int put_memo_hit(const xp_ptl_state_t *st, ptl_handle_md_t md_handle,
+                               ptl_rank_t target)
+{
+    const struct xp_put_memo *pm = &st->put_memo;
+    return __atomic_load_n(&pm->owner, __ATOMIC_RELAXED) == xp_thread_id() &&
+           pm->md_handle == md_handle && pm->rank == target &&
+           pm->epoch == __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+}
+
 int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
            ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
            ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
@@ -931,31 +981,28 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     xp_ptl_state_t *st = ready_state();
     const xp_tl_route_t *r;
     xp_md_t *md;
+    int rank;
 
     if (__builtin_expect(!st, 0))
         goto checked;
-    md = md_lookup(st, md_handle);
     /* The common small put goes out in the compact wire form, built
      * directly (what xp_wire_encode makes of the full header): an MD whose
      * sput_lim admits it (plain, no EQ: no SEND event, which reads the full
-     * header), an answer that only counts, a route that takes the compact
-     * form of any length. Anything else, invalid arguments included, is
-     * put_checked's, which makes every check in order. */
-    if (__builtin_expect(!md || length >= md->sput_lim || !in_region(md, local_offset, length) ||
+     * header), an answer that only counts, a logical NI whose route to the
+     * target takes the compact form of any length. Anything else, invalid
+     * arguments included, is put_checked's, which makes every check in
+     * order. */
+    if (__builtin_expect(put_memo_hit(st, md_handle, target_id.rank), 1)) {
+        md = st->put_memo.md;
+        r = st->put_memo.route;
+        rank = st->put_memo.job_rank;
+    } else if (!(r = put_resolve(st, md_handle, target_id.rank, &md, &rank))) {
+        goto checked;
+    }
+    if (__builtin_expect(length >= md->sput_lim || !in_region(md, local_offset, length) ||
                              (unsigned)ack_req > PTL_OC_ACK_REQ || ack_req == PTL_ACK_REQ,
                          0))
         goto checked;
-    /* A logical NI's rank and its route for compact puts (xp_ni_map_t). */
-    const xp_ni_t *ni = md->ni;
-    if (__builtin_expect(ni->physical, 0))
-        goto checked;
-    const xp_ni_map_t *map = __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(target_id.rank >= map->size, 0))
-        goto checked;
-    r = map->sput_route[target_id.rank];
-    if (__builtin_expect(!r, 0))
-        goto checked;
-    int rank = map->rank[target_id.rank];
     const void *payload = (const char *)((uintptr_t)md->region.start + local_offset);
     uint8_t slot = md->slot;
     uint32_t uid = st->uid;
