@@ -227,6 +227,8 @@ typedef struct xp_ptl_state {
         int job_rank;             /* its job rank */
         struct xp_md *md;
         const struct xp_tl_route *route;
+        struct xp_tl_inplace *ip;      /* route->inplace (not NULL) */
+        struct xp_shm_ring *ring;      /* ip->ring */
     } put_memo XP_CACHE_ALIGNED;
     /* Bumped (xp_put_memo_forget) whenever what a memo holds may go: an MD
      * freed, an NI's map set, an NI destroyed, the transports closed. */

@@ -958,6 +958,8 @@ put_resolve(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_rank_t target, xp
         pm->job_rank = *job_rank;
         pm->md = md;
         pm->route = r;
+        pm->ip = r->inplace;
+        pm->ring = r->inplace ? r->inplace->ring : NULL;
     }
     return r;
 }
@@ -981,6 +983,8 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     xp_ptl_state_t *st = ready_state();
     const xp_tl_route_t *r;
     xp_md_t *md;
+    xp_tl_inplace_t *ip;
+    xp_shm_ring_t *ring;
     int rank;
 
     if (__builtin_expect(!st, 0))
@@ -996,7 +1000,12 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
         md = st->put_memo.md;
         r = st->put_memo.route;
         rank = st->put_memo.job_rank;
-    } else if (!(r = put_resolve(st, md_handle, target_id.rank, &md, &rank))) {
+        ip = st->put_memo.ip;
+        ring = st->put_memo.ring;
+    } else if ((r = put_resolve(st, md_handle, target_id.rank, &md, &rank)) != NULL) {
+        ip = r->inplace;
+        ring = ip ? ip->ring : NULL;
+    } else {
         goto checked;
     }
     if (__builtin_expect(length >= md->sput_lim || !in_region(md, local_offset, length) ||
@@ -1011,7 +1020,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     /* Written in place in the peer's ring when the route lets this thread
      * (no header on the stack, no copy of it, no send call). */
     xp_tl_cell_t cell;
-    xp_wire_sput_t *cw = xp_tl_route_reserve(r, sizeof(*cw) + length, &cell);
+    xp_wire_sput_t *cw = ip ? xp_tl_inplace_reserve(ip, ring, sizeof(*cw) + length, &cell) : NULL;
     if (__builtin_expect(cw != NULL, 1)) {
         sput_write(cw, slot, (uint8_t)ack_req, (uint8_t)length, pt_index, md_handle, uid,
                    match_bits, remote_offset, hdr_data);

@@ -61,10 +61,12 @@ typedef struct xp_tl_cell {
     uint64_t pos;
 } xp_tl_cell_t;
 
-/* The ring part of the reserves: room for len bytes on ip's lane. */
-static inline void *xp_tl_inplace_reserve_on(xp_tl_inplace_t *ip, size_t len, xp_tl_cell_t *out)
+/* The ring part of the reserves: room for len bytes on ip's lane, `ring`
+ * (ip->ring, which a caller may keep: it is set before the lane has an
+ * owner and never changes after). */
+static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
+                                               size_t len, xp_tl_cell_t *out)
 {
-    xp_shm_ring_t *ring = ip->ring;
     uint64_t need = (XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL;
     uint64_t t = xp_load_relaxed(&ring->tail), end = t + need, mask = ip->mask;
     /* The common case of xp_shm_ring_try_push_single: no wrap (the first
@@ -82,6 +84,23 @@ static inline void *xp_tl_inplace_reserve_on(xp_tl_inplace_t *ip, size_t len, xp
     return c->payload;
 }
 
+static inline void *xp_tl_inplace_reserve_on(xp_tl_inplace_t *ip, size_t len, xp_tl_cell_t *out)
+{
+    return xp_tl_inplace_reserve_ring(ip, ip->ring, len, out);
+}
+
+/* xp_tl_route_reserve given the route's in-place state ip (not NULL) and
+ * its ring, kept by the caller (no loads through the route). */
+static inline void *xp_tl_inplace_reserve(xp_tl_inplace_t *ip, xp_shm_ring_t *ring, size_t len,
+                                          xp_tl_cell_t *out)
+{
+    /* (A dead peer's lane has no owner.) */
+    if (xp_load_relaxed(&ip->owner) != xp_thread_id() ||
+        xp_load_acquire(&ip->other_end) != ip->owner_seen)
+        return NULL;
+    return xp_tl_inplace_reserve_ring(ip, ring, len, out);
+}
+
 /* Claim room on route r for one packet of len bytes; returns where its
  * bytes go (8-byte aligned, len bytes contiguous) or NULL (nothing was
  * claimed: send the ordinary way). The caller has checked len against
@@ -90,11 +109,7 @@ static inline void *xp_tl_inplace_reserve_on(xp_tl_inplace_t *ip, size_t len, xp
 static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_tl_cell_t *out)
 {
     xp_tl_inplace_t *ip = r->inplace;
-    /* (A dead peer's lane has no owner.) */
-    if (!ip || xp_load_relaxed(&ip->owner) != xp_thread_id() ||
-        xp_load_acquire(&ip->other_end) != ip->owner_seen)
-        return NULL;
-    return xp_tl_inplace_reserve_on(ip, len, out);
+    return ip ? xp_tl_inplace_reserve(ip, ip->ring, len, out) : NULL;
 }
 
 /* xp_tl_route_reserve for send_excl's packets (the caller is serialised
