@@ -19,7 +19,8 @@
  * - The progress thread parks (futex on park_word) while an application
  *   thread spins actively and polls for it, or has begun to since the
  *   previous park (between two waits: app_active); the park is bounded by
- *   PARK_NS, so the hand-back when that waiter returns needs no wake-up (one
+ *   PARK_NS .. PARK_MAX_NS, so the hand-back when that waiter returns (or
+ *   leaves the library to compute) needs no wake-up (one
  *   that goes to sleep on app_word wakes it: end_active, which app_active
  *   notices even when the progress thread was not parked). Its doorbell
  *   sleep looks at the inbox, the spin slots, defer_count and progress_stop;
@@ -39,14 +40,22 @@
 #include "util/log.h"
 
 /* How long the progress thread stays parked while application threads spin
- * (it re-checks after this; nobody wakes it, so waiters pay no syscall). */
+ * (it re-checks after this; nobody wakes it, so waiters pay no syscall).
+ * Each park that ends with them still busy doubles the next one, up to
+ * PARK_MAX_NS: on the 2-vCPU VM this was measured on, every timed wake-up
+ * (timer, two context switches on the application thread's CPU) cost the
+ * application ~30 us, ~7 ns of each one-way of an 8 B ping-pong at 1 ms
+ * (docs/performance-notes.md, round 12). Any other outcome (the threads no
+ * longer busy, a hand-back) starts again from PARK_NS. */
 #define PARK_NS 1000000ull
+#define PARK_MAX_NS 4000000ull
 /* Deferred answers wait for room in a peer's ring, and nothing rings our
  * doorbell when that peer drains it: a thread that would sleep while some
  * are queued sleeps at most this long, then retries them. */
 #define DEFER_RETRY_NS 50000ull
 /* Active phases per PARK_NS above which the application threads count as
- * living in waits (app_active): gaps between waits average < ~16 us. */
+ * living in waits (app_active): gaps between waits average < ~16 us (the
+ * count scales with the park's length). */
 #define BUSY_PHASES 64u
 
 static int deferred(const xp_ptl_state_t *st)
@@ -434,12 +443,15 @@ static int thread_pred(void *arg)
  * binds both to one): ~300 us per wake-up, 3-5 % of an 8 B ping-pong. A
  * thread that waits rarely (computes between waits: peers' requests must
  * not wait for its next wait) or left is served from the next timed
- * wake-up on (<= 2 PARK_NS). */
-static int app_active(xp_ptl_state_t *st, uint32_t seen, uint32_t *phases, uint32_t *handoffs)
+ * wake-up on (<= 2 PARK_MAX_NS, mp_progress_handback). `park_ns`: the
+ * length of the park that ends now (the count of phases scales with it). */
+static int app_active(xp_ptl_state_t *st, uint32_t seen, uint32_t *phases, uint32_t *handoffs,
+                      uint64_t park_ns)
 {
     int active = xp_ptl_spinning(st);
     uint32_t began = __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED);
-    int recent = began - *phases >= BUSY_PHASES && seen == *handoffs;
+    int recent = began - *phases >= BUSY_PHASES * (uint32_t)(park_ns / PARK_NS) &&
+                 seen == *handoffs;
     *phases = began;
     *handoffs = seen;
     return active != 0 || recent;
@@ -464,13 +476,18 @@ static void *progress_main(void *arg)
     xp_ptl_state_t *st = arg;
     uint32_t phases = __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED);
     uint32_t handoffs = __atomic_load_n(&st->park_word, __ATOMIC_SEQ_CST);
+    uint64_t park_ns = PARK_NS;
     while (!__atomic_load_n(&st->progress_stop, __ATOMIC_ACQUIRE)) {
         /* Read before the spin slots, so end_active's bump is not missed. */
         uint32_t seen = __atomic_load_n(&st->park_word, __ATOMIC_SEQ_CST);
-        if (app_active(st, seen, &phases, &handoffs)) {
-            xp_futex_wait(&st->park_word, seen, PARK_NS);
+        if (app_active(st, seen, &phases, &handoffs, park_ns)) {
+            if (xp_futex_wait(&st->park_word, seen, park_ns) == XP_ERR_TIMEOUT)
+                park_ns = park_ns * 2 <= PARK_MAX_NS ? park_ns * 2 : PARK_MAX_NS;
+            else
+                park_ns = PARK_NS; /* handed back (or a signal) */
             continue;
         }
+        park_ns = PARK_NS;
         if (thread_progress(st) > 0)
             continue;
         /* Packets pending but the poll lock taken: another thread handles

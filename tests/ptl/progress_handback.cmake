@@ -1,0 +1,7 @@
+# After a long run of busy waits, a rank that leaves the library to compute
+# still answers gets through its progress thread within its longest park
+# (mp_progress_handback.c).
+if(TARGET xprun)
+  xp_mp_test(mp_progress_handback NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_progress_handback.c
+             LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+endif()
