@@ -214,12 +214,12 @@ typedef struct xp_ptl_state {
      * blocks; it returns PTL_NI_OK or the failure for the initiator's ACK. */
     ptl_ni_fail_t (*xtq_deliver)(ptl_handle_ni_t ni, void *landed, size_t len);
     void (*xtq_ni_fini)(ptl_handle_ni_t ni); /* the NI is being destroyed */
-    /* PtlPut's memo of the MD and route of its last compact put (ops.c),
-     * so that a put like the previous one skips the chain of dependent
-     * loads from handle to ring (table, MD, NI, map, route). One thread's:
-     * the first to claim `owner` fills and reads it, no other thread
-     * touches the rest. Valid while `epoch` equals put_epoch. */
-    struct xp_put_memo {
+    /* A memo of the MD and route of the last compact put (PtlPut, ops.c):
+     * a put like the previous one skips the chain of dependent loads from
+     * handle to ring (table, MD, NI, map, route). One thread's: the first
+     * to claim `owner` fills and reads it, no other thread touches the
+     * rest. Valid while `epoch` equals put_epoch. */
+    struct xp_route_memo {
         uintptr_t owner;          /* xp_thread_id() of its thread; 0: unclaimed */
         uint32_t epoch;
         ptl_handle_md_t md_handle;
@@ -227,15 +227,25 @@ typedef struct xp_ptl_state {
         int job_rank;             /* its job rank */
         struct xp_md *md;
         const struct xp_tl_route *route;
-        struct xp_tl_inplace *ip;      /* route->inplace (not NULL) */
+        struct xp_tl_inplace *ip;      /* route->inplace, or NULL */
         struct xp_shm_ring *ring;      /* ip->ring */
     } put_memo XP_CACHE_ALIGNED;
+    /* The fetch REPLY's route (target.c, fast_fetch_finish): the last
+     * answer lane written in place, by whichever thread holds the poll
+     * lock (it orders their uses). Valid while `epoch` equals put_epoch. */
+    struct {
+        int rank;                      /* -1: none */
+        uint32_t epoch;
+        const struct xp_tl_route *route;
+        struct xp_tl_inplace *ip;      /* route->inplace_excl (not NULL) */
+        struct xp_shm_ring *ring;      /* ip->ring */
+    } reply_memo XP_CACHE_ALIGNED;
     /* Bumped (xp_put_memo_forget) whenever what a memo holds may go: an MD
      * freed, an NI's map set, an NI destroyed, the transports closed. */
     uint32_t put_epoch;
 } xp_ptl_state_t;
 
-/* Every PtlPut memo is stale from now on. */
+/* Every route memo is stale from now on. */
 static inline void xp_put_memo_forget(xp_ptl_state_t *st)
 {
     __atomic_add_fetch(&st->put_epoch, 1, __ATOMIC_RELEASE);

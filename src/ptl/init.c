@@ -94,6 +94,7 @@ static xp_status_t first_init(xp_ptl_state_t *st)
     st->rank = xp_rank();
     st->size = xp_size();
     st->uid = (uint32_t)getuid();
+    st->reply_memo.rank = -1; /* (no handler runs yet) */
     rc = tables_init(st);
     if (rc != XP_OK)
         goto err_finalize;

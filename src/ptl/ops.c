@@ -923,18 +923,16 @@ static __attribute__((noinline)) int put_count_send(xp_md_t *md, ptl_size_t leng
     return PTL_OK;
 }
 
-/* PtlPut's route to `target` for an MD's compact puts (see PtlPut), with
- * the target's job rank; NULL: put_checked decides. Out of line: the memo
- * (put_memo_hit) answers the puts that follow. */
-static __attribute__((noinline)) const xp_tl_route_t *
-put_resolve(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_rank_t target, xp_md_t **mdp,
-            int *job_rank)
+/* The route of md's (handle h's) compact sends to `target` (NULL: none, a
+ * physical NI, a rank outside the map), with the target's job rank; also
+ * remembered in memo m if m is (or becomes) this thread's. `epoch`:
+ * put_epoch as read before md was looked up, so that a forget in between
+ * leaves the memo stale rather than naming a freed MD. */
+static const xp_tl_route_t *memo_route(xp_ptl_state_t *st, struct xp_route_memo *m,
+                                       uint32_t epoch, ptl_handle_md_t h, xp_md_t *md,
+                                       ptl_rank_t target, int *job_rank)
 {
-    uint32_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
-    xp_md_t *md = md_lookup(st, md_handle);
-    if (!md)
-        return NULL;
-    /* A logical NI's rank and its route for compact puts (xp_ni_map_t). */
+    /* A logical NI's rank and its route for compact sends (xp_ni_map_t). */
     const xp_ni_t *ni = md->ni;
     if (ni->physical)
         return NULL;
@@ -944,35 +942,49 @@ put_resolve(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_rank_t target, xp
     const xp_tl_route_t *r = map->sput_route[target];
     if (!r)
         return NULL;
-    *mdp = md;
     *job_rank = map->rank[target];
-    /* Remember it for this thread, if the memo is (or becomes) ours. */
-    struct xp_put_memo *pm = &st->put_memo;
-    uintptr_t me = xp_thread_id(), owner = __atomic_load_n(&pm->owner, __ATOMIC_RELAXED);
-    if (owner == me || (owner == 0 && __atomic_compare_exchange_n(&pm->owner, &owner, me, 0,
+    /* (A lane's ring is set when the peer is attached, before any send;
+     * one without it is not remembered.) */
+    uintptr_t me = xp_thread_id(), owner = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
+    if (r->inplace && !r->inplace->ring)
+        return r;
+    if (owner == me || (owner == 0 && __atomic_compare_exchange_n(&m->owner, &owner, me, 0,
                                                                   __ATOMIC_RELAXED,
                                                                   __ATOMIC_RELAXED))) {
-        pm->epoch = epoch; /* as read before the lookup: a later forget wins */
-        pm->md_handle = md_handle;
-        pm->rank = target;
-        pm->job_rank = *job_rank;
-        pm->md = md;
-        pm->route = r;
-        pm->ip = r->inplace;
-        pm->ring = r->inplace ? r->inplace->ring : NULL;
+        m->epoch = epoch;
+        m->md_handle = h;
+        m->rank = target;
+        m->job_rank = *job_rank;
+        m->md = md;
+        m->route = r;
+        m->ip = r->inplace;
+        m->ring = r->inplace ? r->inplace->ring : NULL;
     }
     return r;
 }
 
-/* The memo's MD and route when this thread's last compact put went to the
- * same MD and target and nothing they depend on went since. */
-static inline int put_memo_hit(const xp_ptl_state_t *st, ptl_handle_md_t md_handle,
-                               ptl_rank_t target)
+/* Whether memo m holds this thread's last send with MD handle h to
+ * `target`, and nothing it names went since. */
+static inline int memo_hit(const xp_ptl_state_t *st, const struct xp_route_memo *m,
+                           ptl_handle_md_t h, ptl_rank_t target)
 {
-    const struct xp_put_memo *pm = &st->put_memo;
-    return __atomic_load_n(&pm->owner, __ATOMIC_RELAXED) == xp_thread_id() &&
-           pm->md_handle == md_handle && pm->rank == target &&
-           pm->epoch == __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&m->owner, __ATOMIC_RELAXED) == xp_thread_id() &&
+           m->md_handle == h && m->rank == target &&
+           m->epoch == __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+}
+
+/* PtlPut's MD and route when its memo does not have them (out of line:
+ * the memo answers the puts that follow). */
+static __attribute__((noinline)) const xp_tl_route_t *
+put_resolve(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_rank_t target, xp_md_t **mdp,
+            int *job_rank)
+{
+    uint32_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+    xp_md_t *md = md_lookup(st, md_handle);
+    if (!md)
+        return NULL;
+    *mdp = md;
+    return memo_route(st, &st->put_memo, epoch, md_handle, md, target, job_rank);
 }
 
 int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
@@ -996,7 +1008,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
      * target takes the compact form of any length. Anything else, invalid
      * arguments included, is put_checked's, which makes every check in
      * order. */
-    if (__builtin_expect(put_memo_hit(st, md_handle, target_id.rank), 1)) {
+    if (__builtin_expect(memo_hit(st, &st->put_memo, md_handle, target_id.rank), 1)) {
         md = st->put_memo.md;
         r = st->put_memo.route;
         rank = st->put_memo.job_rank;
