@@ -22,8 +22,8 @@
  * Xportals' 8-byte ping-pong followed ring_ns, not oneway_ns.
  *
  * Output: one key=value line, e.g.
- *   bench=c2c_probe cpus=0,1 iters=2000 samples=15 oneway_ns=54.2 min_ns=52.8 p90_ns=58.0
- *   state=near ring_ns=41.3
+ *   bench=c2c_probe cpus=0,1 iters=2000 samples=15 oneway_ns=29.8 min_ns=29.3 p90_ns=30.2
+ *   state=near ring_ns=31.0
  * (ring_ns=NA when the second process could not run).
  * Exit status: 0, 1 on a system error (e.g. a CPU that does not exist), 2 on
  * a bad command line. No Portals call: it needs no launcher.
