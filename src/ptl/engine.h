@@ -214,9 +214,10 @@ typedef struct xp_ptl_state {
      * blocks; it returns PTL_NI_OK or the failure for the initiator's ACK. */
     ptl_ni_fail_t (*xtq_deliver)(ptl_handle_ni_t ni, void *landed, size_t len);
     void (*xtq_ni_fini)(ptl_handle_ni_t ni); /* the NI is being destroyed */
-    /* A memo of the MD and route of the last compact put (PtlPut, ops.c):
-     * a put like the previous one skips the chain of dependent loads from
-     * handle to ring (table, MD, NI, map, route). One thread's: the first
+    /* Memos of the MD and route of the last compact put (PtlPut) and the
+     * last compact fetch (PtlFetchAtomic, by its put MD), ops.c: a call
+     * like the previous one skips the chain of dependent loads from handle
+     * to ring (table, MD, NI, map, route). Each is one thread's: the first
      * to claim `owner` fills and reads it, no other thread touches the
      * rest. Valid while `epoch` equals put_epoch. */
     struct xp_route_memo {
@@ -229,7 +230,7 @@ typedef struct xp_ptl_state {
         const struct xp_tl_route *route;
         struct xp_tl_inplace *ip;      /* route->inplace, or NULL */
         struct xp_shm_ring *ring;      /* ip->ring */
-    } put_memo XP_CACHE_ALIGNED;
+    } put_memo XP_CACHE_ALIGNED, fetch_memo XP_CACHE_ALIGNED;
     /* The fetch REPLY's route (target.c, fast_fetch_finish): the last
      * answer lane written in place, by whichever thread holds the poll
      * lock (it orders their uses). Valid while `epoch` equals put_epoch. */

@@ -1285,33 +1285,49 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
 {
     xp_ptl_state_t *st = ready_state();
     xp_md_t *get_md, *put_md;
+    const xp_tl_route_t *r = NULL;
+    xp_tl_inplace_t *ip = NULL;
+    xp_shm_ring_t *ring = NULL;
+    int rank = -1;
+    uint32_t epoch = 0;
     if (!st)
         return PTL_NO_INIT;
-    get_md = md_lookup(st, get_md_handle);
-    put_md = md_lookup(st, put_md_handle);
+    /* The put MD and route of the previous fetch, if it was like this one
+     * (a memo, as PtlPut's). */
+    struct xp_route_memo *m = &st->fetch_memo;
+    if (__builtin_expect(memo_hit(st, m, put_md_handle, target_id.rank), 1)) {
+        put_md = m->md;
+        r = m->route;
+        rank = m->job_rank;
+        ip = m->ip;
+        ring = m->ring;
+    } else {
+        epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+        put_md = md_lookup(st, put_md_handle);
+    }
+    get_md = get_md_handle == put_md_handle ? put_md : md_lookup(st, get_md_handle);
     if (!get_md || !put_md)
         return PTL_ARG_INVALID;
     /* The common one-word fetch (a valid native operation, plain MDs, no
      * SEND event to order before the REPLY, a route that takes it inline):
      * what atomic_common does, without its general checks, copies and
-     * encoding. */
-    const xp_tl_route_t *r = NULL;
+     * encoding. put_md's sput_lim stands for: plain, no EQ, length <=
+     * max_msg_size (get_md is on the same NI); a logical NI's map gives the
+     * route (memo_route: none for a physical NI). */
     const xp_ni_t *ni = put_md->ni;
-    const xp_ni_map_t *map;
-    int rank = -1;
-    /* put_md's sput_lim stands for: plain, no EQ, length <= max_msg_size
-     * (get_md is on the same NI); a logical NI's map gives the route. */
     if (__builtin_expect(fetch_word_ok(operation, datatype, length) &&
                              length < put_md->sput_lim && !get_md->region.iov &&
                              get_md->ni == ni && length <= ni->limits.max_fetch_atomic_size &&
                              in_region(get_md, local_get_offset, length) &&
-                             in_region(put_md, local_put_offset, length) && !ni->physical,
+                             in_region(put_md, local_put_offset, length),
                          1)) {
-        map = __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
-        if (__builtin_expect(target_id.rank < map->size, 1)) {
-            r = map->sput_route[target_id.rank];
-            rank = map->rank[target_id.rank];
+        if (!r && (r = memo_route(st, m, epoch, put_md_handle, put_md, target_id.rank,
+                                  &rank)) != NULL) {
+            ip = r->inplace;
+            ring = ip ? ip->ring : NULL;
         }
+    } else {
+        r = NULL;
     }
     if (__builtin_expect(!r, 0))
         return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
@@ -1330,7 +1346,8 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
         compact = 1;
         /* In place in the peer's ring when the route lets this thread. */
         xp_tl_cell_t cell;
-        xp_wire_sfetch_t *cw = xp_tl_route_reserve(r, sizeof(*cw) + length, &cell);
+        xp_wire_sfetch_t *cw =
+            ip ? xp_tl_inplace_reserve(ip, ring, sizeof(*cw) + length, &cell) : NULL;
         if (__builtin_expect(cw != NULL, 1)) {
             cw->type = XP_WIRE_SFETCH;
             cw->slot = get_md->slot;

@@ -15,7 +15,10 @@
  *   - arguments the compact path must not take on a memo hit (a range past
  *     the MD, an ack_req out of range): refused, nothing sent;
  *   - the NI finalized (with an MD still bound) and initialized again: that
- *     MD's handle is refused, the new NI's MD works.
+ *     MD's handle is refused, the new NI's MD works;
+ *   - PtlFetchAtomic's memo likewise: runs of fetch-adds to rank 1, then
+ *     alternating with fetch-adds to itself (every old value must continue
+ *     its own target's sequence), the operand MD released and refused.
  * Rank 1 counts what arrives with a CT and compares every buffer.
  */
 #include <portals4.h>
@@ -52,7 +55,8 @@ static void side_open(side_t *s)
     XP_REQUIRE(PtlPTAlloc(s->ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
     XP_REQUIRE(PtlCTAlloc(s->ni, &s->ct) == PTL_OK);
     ptl_le_t le = {.start = &s->rbuf, .length = sizeof s->rbuf, .ct_handle = s->ct,
-                   .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT | PTL_LE_EVENT_CT_COMM};
+                   .uid = PTL_UID_ANY,
+                   .options = PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_EVENT_CT_COMM};
     XP_REQUIRE(PtlLEAppend(s->ni, PT, &le, PTL_PRIORITY_LIST, NULL, &s->le) == PTL_OK);
     s->count = 0;
     XP_REQUIRE(xp_barrier() == XP_OK);
@@ -108,6 +112,32 @@ static void one(side_t *s, ptl_handle_md_t md, uint64_t *buf, uint64_t val, int 
     XP_REQUIRE(xp_barrier() == XP_OK);
 }
 
+/* Rank 0: one fetch-add of 1 (operand MD op) to `to`, its old value
+ * checked against *want (then incremented); res/rct: the result MD and
+ * its REPLY counter. Rank 1 counts its share in s->count. */
+static void fetch_one(side_t *s, ptl_handle_md_t op, ptl_handle_md_t res, ptl_handle_ct_t rct,
+                      uint64_t *res_buf, uint64_t *replies, int to, uint64_t *want)
+{
+    ptl_ct_event_t ev;
+    if (xp_rank() == 0) {
+        ptl_process_t t = {.rank = (ptl_rank_t)to};
+        XP_CHECK_EQ(PtlFetchAtomic(res, 0, op, 0, 8, t, PT, 0, 0, NULL, 0, PTL_SUM,
+                                   PTL_UINT64_T), PTL_OK);
+        XP_REQUIRE(PtlCTWait(rct, ++*replies, &ev) == PTL_OK);
+        XP_CHECK_EQ(ev.failure, 0);
+        if (*res_buf != *want) {
+            fprintf(stderr, "fetch to %d: old value %#llx, want %#llx\n", to,
+                    (unsigned long long)*res_buf, (unsigned long long)*want);
+            XP_CHECK(*res_buf == *want);
+        }
+        ++*want;
+        if (to == 0)
+            s->count++; /* our own LE counted it too */
+    } else if (to == 1) {
+        XP_REQUIRE(PtlCTWait(s->ct, ++s->count, &ev) == PTL_OK);
+    }
+}
+
 int main(void)
 {
     XP_REQUIRE(PtlInit() == PTL_OK);
@@ -155,6 +185,43 @@ int main(void)
     for (int i = 0; i < RUN; i++, round++)
         one(&s, c, &c_buf, pat(round, 3), 1, "new MD", round);
     XP_CHECK_EQ(PtlMDRelease(b), PTL_OK);
+
+    /* Fetch-adds: rank 1's buffer holds the last put's value, rank 0's
+     * its own; each fetch's old value continues its target's sequence. */
+    {
+        uint64_t one1 = 1, res_buf = 0, replies = 0;
+        uint64_t want1 = pat(round - 1, 3), want0 = s.rbuf;
+        ptl_handle_ct_t rct;
+        XP_REQUIRE(PtlCTAlloc(s.ni, &rct) == PTL_OK);
+        ptl_md_t rmd = {.start = &res_buf, .length = 8, .eq_handle = PTL_EQ_NONE,
+                        .ct_handle = rct, .options = PTL_MD_EVENT_CT_REPLY};
+        ptl_handle_md_t res, op = bind(s.ni, &one1);
+        XP_REQUIRE(PtlMDBind(s.ni, &rmd, &res) == PTL_OK);
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        for (int i = 0; i < RUN; i++)
+            fetch_one(&s, op, res, rct, &res_buf, &replies, 1, &want1);
+        for (int i = 0; i < RUN; i++) {
+            int to = (i >> 1) & 1;
+            fetch_one(&s, op, res, rct, &res_buf, &replies, to, to ? &want1 : &want0);
+        }
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        ptl_handle_md_t old_op = op;
+        XP_CHECK_EQ(PtlMDRelease(op), PTL_OK);
+        if (me == 0) {
+            ptl_process_t one1r = {.rank = 1};
+            XP_CHECK_EQ(PtlFetchAtomic(res, 0, old_op, 0, 8, one1r, PT, 0, 0, NULL, 0, PTL_SUM,
+                                       PTL_UINT64_T),
+                        PTL_ARG_INVALID);
+        }
+        op = bind(s.ni, &one1);
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        for (int i = 0; i < RUN; i++)
+            fetch_one(&s, op, res, rct, &res_buf, &replies, 1, &want1);
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        XP_CHECK_EQ(PtlMDRelease(op), PTL_OK);
+        XP_CHECK_EQ(PtlMDRelease(res), PTL_OK);
+        XP_CHECK_EQ(PtlCTFree(rct), PTL_OK);
+    }
 
     /* The NI again (its MD c freed with it): c is refused, although the
      * memo named it last, and the new NI's MD works. */
