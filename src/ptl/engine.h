@@ -241,6 +241,14 @@ typedef struct xp_ptl_state {
         struct xp_tl_inplace *ip;      /* route->inplace_excl (not NULL) */
         struct xp_shm_ring *ring;      /* ip->ring */
     } reply_memo XP_CACHE_ALIGNED;
+    /* The MD of the last compact REPLY handled here (ops.c,
+     * xp_eng_handle_sreply), by whichever thread holds the poll lock.
+     * Valid while `epoch` equals put_epoch. */
+    struct {
+        ptl_handle_md_t md_handle;     /* 0: none (no MD has handle 0) */
+        uint32_t epoch;
+        struct xp_md *md;
+    } sreply_memo;
     /* Bumped (xp_put_memo_forget) whenever what a memo holds may go: an MD
      * freed, an NI's map set, an NI destroyed, the transports closed. */
     uint32_t put_epoch;

@@ -580,8 +580,20 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
     xp_ptl_state_t *st = xp_ptl_state_peek();
     if (__builtin_expect(!st, 0))
         goto general;
-    xp_md_t *md = xp_handle_lookup(&st->md_table,
-                                   xp_wire_load32(p, offsetof(xp_wire_sreply_t, md_handle)));
+    /* The MD from the memo when the previous REPLY was for it too. */
+    ptl_handle_md_t h = xp_wire_load32(p, offsetof(xp_wire_sreply_t, md_handle));
+    uint32_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+    xp_md_t *md;
+    if (__builtin_expect(st->sreply_memo.md_handle == h && st->sreply_memo.epoch == epoch, 1)) {
+        md = st->sreply_memo.md;
+    } else {
+        md = xp_handle_lookup(&st->md_table, h);
+        if (md) {
+            st->sreply_memo.md_handle = h;
+            st->sreply_memo.epoch = epoch;
+            st->sreply_memo.md = md;
+        }
+    }
     if (!md || md->eq || md->region.iov || !xp_md_pending(md))
         goto general;
     uint64_t off = xp_wire_load64(p, offsetof(xp_wire_sreply_t, local_offset));

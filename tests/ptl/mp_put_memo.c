@@ -18,7 +18,8 @@
  *     MD's handle is refused, the new NI's MD works;
  *   - PtlFetchAtomic's memo likewise: runs of fetch-adds to rank 1, then
  *     alternating with fetch-adds to itself (every old value must continue
- *     its own target's sequence), the operand MD released and refused.
+ *     its own target's sequence), the operand MD released and refused, a
+ *     new result MD (the REPLY's MD memo must follow it).
  * Rank 1 counts what arrives with a CT and compares every buffer.
  */
 #include <portals4.h>
@@ -214,9 +215,20 @@ int main(void)
                         PTL_ARG_INVALID);
         }
         op = bind(s.ni, &one1);
+        /* A new result MD over another buffer: the REPLYs' MD memo must
+         * not write the old one. */
+        uint64_t res2_buf = 0;
+        ptl_handle_md_t res_old = res;
+        rmd.start = &res2_buf;
+        XP_REQUIRE(PtlMDBind(s.ni, &rmd, &res) == PTL_OK); /* (before the release:
+                                                              another object) */
+        XP_CHECK_EQ(PtlMDRelease(res_old), PTL_OK);
+        res_buf = 0;
         XP_REQUIRE(xp_barrier() == XP_OK);
-        for (int i = 0; i < RUN; i++)
-            fetch_one(&s, op, res, rct, &res_buf, &replies, 1, &want1);
+        for (int i = 0; i < RUN; i++) {
+            fetch_one(&s, op, res, rct, &res2_buf, &replies, 1, &want1);
+            XP_CHECK_EQ(res_buf, 0);
+        }
         XP_REQUIRE(xp_barrier() == XP_OK);
         XP_CHECK_EQ(PtlMDRelease(op), PTL_OK);
         XP_CHECK_EQ(PtlMDRelease(res), PTL_OK);
