@@ -222,7 +222,7 @@ typedef struct xp_ptl_state {
      * rest. Valid while `epoch` equals put_epoch. */
     struct xp_route_memo {
         uintptr_t owner;          /* xp_thread_id() of its thread; 0: unclaimed */
-        uint32_t epoch;
+        uint64_t epoch;
         ptl_handle_md_t md_handle;
         ptl_rank_t rank;          /* logical target rank */
         int job_rank;             /* its job rank */
@@ -236,7 +236,7 @@ typedef struct xp_ptl_state {
      * lock (it orders their uses). Valid while `epoch` equals put_epoch. */
     struct {
         int rank;                      /* -1: none */
-        uint32_t epoch;
+        uint64_t epoch;
         const struct xp_tl_route *route;
         struct xp_tl_inplace *ip;      /* route->inplace_excl (not NULL) */
         struct xp_shm_ring *ring;      /* ip->ring */
@@ -246,12 +246,12 @@ typedef struct xp_ptl_state {
      * Valid while `epoch` equals put_epoch. */
     struct {
         ptl_handle_md_t md_handle;     /* 0: none (no MD has handle 0) */
-        uint32_t epoch;
+        uint64_t epoch;
         struct xp_md *md;
     } sreply_memo;
     /* Bumped (xp_put_memo_forget) whenever what a memo holds may go: an MD
      * freed, an NI's map set, an NI destroyed, the transports closed. */
-    uint32_t put_epoch;
+    uint64_t put_epoch;      /* 64 bits: never wraps in practice */
 } xp_ptl_state_t;
 
 /* Every route memo is stale from now on. */

@@ -582,7 +582,7 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
         goto general;
     /* The MD from the memo when the previous REPLY was for it too. */
     ptl_handle_md_t h = xp_wire_load32(p, offsetof(xp_wire_sreply_t, md_handle));
-    uint32_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+    uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
     xp_md_t *md;
     if (__builtin_expect(st->sreply_memo.md_handle == h && st->sreply_memo.epoch == epoch, 1)) {
         md = st->sreply_memo.md;
@@ -941,7 +941,7 @@ static __attribute__((noinline)) int put_count_send(xp_md_t *md, ptl_size_t leng
  * put_epoch as read before md was looked up, so that a forget in between
  * leaves the memo stale rather than naming a freed MD. */
 static const xp_tl_route_t *memo_route(xp_ptl_state_t *st, struct xp_route_memo *m,
-                                       uint32_t epoch, ptl_handle_md_t h, xp_md_t *md,
+                                       uint64_t epoch, ptl_handle_md_t h, xp_md_t *md,
                                        ptl_rank_t target, int *job_rank)
 {
     /* A logical NI's rank and its route for compact sends (xp_ni_map_t). */
@@ -991,7 +991,7 @@ static __attribute__((noinline)) const xp_tl_route_t *
 put_resolve(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_rank_t target, xp_md_t **mdp,
             int *job_rank)
 {
-    uint32_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+    uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
     xp_md_t *md = md_lookup(st, md_handle);
     if (!md)
         return NULL;
@@ -1301,7 +1301,7 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
     xp_tl_inplace_t *ip = NULL;
     xp_shm_ring_t *ring = NULL;
     int rank = -1;
-    uint32_t epoch = 0;
+    uint64_t epoch = 0;
     if (!st)
         return PTL_NO_INIT;
     /* The put MD and route of the previous fetch, if it was like this one

@@ -1050,7 +1050,7 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
         if (ok && xp_load_relaxed(&st->reply_memo.ip->owner))
             cw = xp_tl_inplace_reserve_ring(st->reply_memo.ip, st->reply_memo.ring, n, &cell);
     } else {
-        uint32_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+        uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
         r = xp_tl_route(src);
         ok = r && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) && n <= r->max_packet;
         cw = ok ? xp_tl_route_reserve_excl(r, n, &cell) : NULL;
