@@ -957,9 +957,9 @@ static const xp_tl_route_t *memo_route(xp_ptl_state_t *st, struct xp_route_memo 
     *job_rank = map->rank[target];
     /* (A lane's ring is set when the peer is attached, before any send;
      * one without it is not remembered.) */
-    uintptr_t me = xp_thread_id(), owner = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
     if (r->inplace && !r->inplace->ring)
         return r;
+    uintptr_t me = xp_thread_id(), owner = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
     if (owner == me || (owner == 0 && __atomic_compare_exchange_n(&m->owner, &owner, me, 0,
                                                                   __ATOMIC_RELAXED,
                                                                   __ATOMIC_RELAXED))) {
@@ -983,6 +983,19 @@ static inline int memo_hit(const xp_ptl_state_t *st, const struct xp_route_memo 
     return __atomic_load_n(&m->owner, __ATOMIC_RELAXED) == xp_thread_id() &&
            m->md_handle == h && m->rank == target &&
            m->epoch == __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+}
+
+/* What a hit of memo m gives: its MD, job rank, in-place state and ring;
+ * returns its route. */
+static inline const xp_tl_route_t *memo_take(const struct xp_route_memo *m, xp_md_t **md,
+                                             int *job_rank, xp_tl_inplace_t **ip,
+                                             xp_shm_ring_t **ring)
+{
+    *md = m->md;
+    *job_rank = m->job_rank;
+    *ip = m->ip;
+    *ring = m->ring;
+    return m->route;
 }
 
 /* PtlPut's MD and route when its memo does not have them (out of line:
@@ -1021,11 +1034,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
      * arguments included, is put_checked's, which makes every check in
      * order. */
     if (__builtin_expect(memo_hit(st, &st->put_memo, md_handle, target_id.rank), 1)) {
-        md = st->put_memo.md;
-        r = st->put_memo.route;
-        rank = st->put_memo.job_rank;
-        ip = st->put_memo.ip;
-        ring = st->put_memo.ring;
+        r = memo_take(&st->put_memo, &md, &rank, &ip, &ring);
     } else if ((r = put_resolve(st, md_handle, target_id.rank, &md, &rank)) != NULL) {
         ip = r->inplace;
         ring = ip ? ip->ring : NULL;
@@ -1308,11 +1317,7 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
      * (a memo, as PtlPut's). */
     struct xp_route_memo *m = &st->fetch_memo;
     if (__builtin_expect(memo_hit(st, m, put_md_handle, target_id.rank), 1)) {
-        put_md = m->md;
-        r = m->route;
-        rank = m->job_rank;
-        ip = m->ip;
-        ring = m->ring;
+        r = memo_take(m, &put_md, &rank, &ip, &ring);
     } else {
         epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
         put_md = md_lookup(st, put_md_handle);
