@@ -375,6 +375,14 @@ table() {
         else printf " %s %s | %.2f |", pn, fmt(b, p), x / p
     }
     function better(b, x, y) { return (b == "lat" || b == "fadd" || b == "get") ? x < y : x > y }
+    function per_state(title, key,   q, pk) {
+        printf "%s", title
+        for (q = 1; q <= 5; q++) {
+            pk = key SUBSEP states[q]
+            if (pk in cnt) printf " %s %.1f ns;", states[q], median(pk)
+        }
+        printf "\n"
+    }
     function human(s) { return s >= 1048576 && s % 1048576 == 0 ? s / 1048576 " MiB" : s >= 1024 && s % 1024 == 0 ? s / 1024 " KiB" : s " B" }
     $0 ~ /status=failed/ {
         fk = kv("bench") "/" kv("impl")
@@ -452,18 +460,9 @@ table() {
                 }
             }
         }
-        printf "\ncore-to-core one-way time (c2c_probe before each trial, median):"
-        for (q = 1; q <= 5; q++) {
-            pk = "probe" SUBSEP states[q]
-            if (pk in cnt) printf " %s %.1f ns;", states[q], median(pk)
-        }
         printf "\n"
-        printf "two-process ring floor (c2c_probe ring_ns before each trial, median):"
-        for (q = 1; q <= 5; q++) {
-            pk = "ring" SUBSEP states[q]
-            if (pk in cnt) printf " %s %.1f ns;", states[q], median(pk)
-        }
-        printf "\n"
+        per_state("core-to-core one-way time (c2c_probe before each trial, median):", "probe")
+        per_state("two-process ring floor (c2c_probe ring_ns before each trial, median):", "ring")
         if (nover) {
             printf "8 B one-way minus the ring floor probed before it, near (median):"
             for (k = 1; k <= nover; k++) printf " %s %.1f ns;", overimpl[k], median("over" SUBSEP overimpl[k])

@@ -230,8 +230,9 @@ err_free_md:
 
 static void md_free(xp_md_t *m)
 {
-    xp_put_memo_forget(xp_ptl_state());
-    xp_handle_free(&xp_ptl_state()->md_table, m->handle);
+    xp_ptl_state_t *st = xp_ptl_state();
+    xp_put_memo_forget(st);
+    xp_handle_free(&st->md_table, m->handle);
     xp_ni_obj_release(m->ni, XP_NI_OBJ_MD);
     xp_region_fini(&m->region);
     free(m);

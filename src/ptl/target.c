@@ -1047,8 +1047,8 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
                          1)) {
         r = st->reply_memo.route;
         ok = !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE);
-        if (ok && xp_load_relaxed(&st->reply_memo.ip->owner))
-            cw = xp_tl_inplace_reserve_ring(st->reply_memo.ip, st->reply_memo.ring, n, &cell);
+        if (ok)
+            cw = xp_tl_inplace_reserve_excl(st->reply_memo.ip, st->reply_memo.ring, n, &cell);
     } else {
         uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
         r = xp_tl_route(src);

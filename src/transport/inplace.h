@@ -84,11 +84,6 @@ static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_
     return c->payload;
 }
 
-static inline void *xp_tl_inplace_reserve_on(xp_tl_inplace_t *ip, size_t len, xp_tl_cell_t *out)
-{
-    return xp_tl_inplace_reserve_ring(ip, ip->ring, len, out);
-}
-
 /* xp_tl_route_reserve given the route's in-place state ip (not NULL) and
  * its ring, kept by the caller (no loads through the route). */
 static inline void *xp_tl_inplace_reserve(xp_tl_inplace_t *ip, xp_shm_ring_t *ring, size_t len,
@@ -112,6 +107,17 @@ static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_t
     return ip ? xp_tl_inplace_reserve(ip, ip->ring, len, out) : NULL;
 }
 
+/* xp_tl_route_reserve_excl given the route's send_excl in-place state ip
+ * (not NULL) and its ring, kept by the caller (not read before the lane is
+ * announced: ip->ring is set then). */
+static inline void *xp_tl_inplace_reserve_excl(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
+                                               size_t len, xp_tl_cell_t *out)
+{
+    if (!xp_load_relaxed(&ip->owner))
+        return NULL;
+    return xp_tl_inplace_reserve_ring(ip, ring, len, out);
+}
+
 /* xp_tl_route_reserve for send_excl's packets (the caller is serialised
  * with every other send_excl caller: the engine's poll lock); commit with
  * xp_tl_route_commit_excl. NULL (nothing claimed): the lane is not
@@ -121,9 +127,7 @@ static inline void *xp_tl_route_reserve_excl(const xp_tl_route_t *r, size_t len,
                                              xp_tl_cell_t *out)
 {
     xp_tl_inplace_t *ip = r->inplace_excl;
-    if (!ip || !xp_load_relaxed(&ip->owner))
-        return NULL;
-    return xp_tl_inplace_reserve_on(ip, len, out);
+    return ip ? xp_tl_inplace_reserve_excl(ip, ip->ring, len, out) : NULL;
 }
 
 /* Copy n bytes into a reserved packet without a library call up to 64
