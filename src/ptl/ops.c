@@ -935,6 +935,16 @@ static __attribute__((noinline)) int put_count_send(xp_md_t *md, ptl_size_t leng
     return PTL_OK;
 }
 
+/* Route r's in-place state (its lane for this process's requests), or NULL,
+ * and that lane's ring in *ring: what a memo keeps so that a hit reserves
+ * without loads through the route. */
+static inline xp_tl_inplace_t *route_lane(const xp_tl_route_t *r, xp_shm_ring_t **ring)
+{
+    xp_tl_inplace_t *ip = r->inplace;
+    *ring = ip ? ip->ring : NULL;
+    return ip;
+}
+
 /* The route of md's (handle h's) compact sends to `target` (NULL: none, a
  * physical NI, a rank outside the map), with the target's job rank; also
  * remembered in memo m if m is (or becomes) this thread's. `epoch`:
@@ -969,8 +979,7 @@ static const xp_tl_route_t *memo_route(xp_ptl_state_t *st, struct xp_route_memo 
         m->job_rank = *job_rank;
         m->md = md;
         m->route = r;
-        m->ip = r->inplace;
-        m->ring = r->inplace ? r->inplace->ring : NULL;
+        m->ip = route_lane(r, &m->ring);
     }
     return r;
 }
@@ -1036,8 +1045,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     if (__builtin_expect(memo_hit(st, &st->put_memo, md_handle, target_id.rank), 1)) {
         r = memo_take(&st->put_memo, &md, &rank, &ip, &ring);
     } else if ((r = put_resolve(st, md_handle, target_id.rank, &md, &rank)) != NULL) {
-        ip = r->inplace;
-        ring = ip ? ip->ring : NULL;
+        ip = route_lane(r, &ring);
     } else {
         goto checked;
     }
@@ -1340,8 +1348,7 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
                          1)) {
         if (!r && (r = memo_route(st, m, epoch, put_md_handle, put_md, target_id.rank,
                                   &rank)) != NULL) {
-            ip = r->inplace;
-            ring = ip ? ip->ring : NULL;
+            ip = route_lane(r, &ring);
         }
     } else {
         r = NULL;
