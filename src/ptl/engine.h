@@ -214,8 +214,9 @@ typedef struct xp_ptl_state {
      * blocks; it returns PTL_NI_OK or the failure for the initiator's ACK. */
     ptl_ni_fail_t (*xtq_deliver)(ptl_handle_ni_t ni, void *landed, size_t len);
     void (*xtq_ni_fini)(ptl_handle_ni_t ni); /* the NI is being destroyed */
-    /* Memos of the MD and route of the last compact put (PtlPut) and the
-     * last compact fetch (PtlFetchAtomic, by its put MD), ops.c: a call
+    /* Memos of the MD and route of the last compact put (PtlPut), the
+     * last compact fetch (PtlFetchAtomic, by its put MD) and the last
+     * compact get (PtlGet), ops.c: a call
      * like the previous one skips the chain of dependent loads from handle
      * to ring (table, MD, NI, map, route). Each is one thread's: the first
      * to claim `owner` fills and reads it, no other thread touches the
@@ -230,13 +231,15 @@ typedef struct xp_ptl_state {
         const struct xp_tl_route *route;
         struct xp_tl_inplace *ip;      /* route->inplace, or NULL */
         struct xp_shm_ring *ring;      /* ip->ring */
-    } put_memo XP_CACHE_ALIGNED, fetch_memo XP_CACHE_ALIGNED;
-    /* The fetch REPLY's route (target.c, fast_fetch_finish): the last
-     * answer lane written in place, by whichever thread holds the poll
-     * lock (it orders their uses). Valid while `epoch` equals put_epoch. */
+    } put_memo XP_CACHE_ALIGNED, fetch_memo XP_CACHE_ALIGNED, get_memo XP_CACHE_ALIGNED;
+    /* The one-pass REPLY's route (target.c, reply_reserve: fetching
+     * atomics and small gets): the last answer lane written in place, by
+     * whichever thread holds the poll lock (it orders their uses). Valid
+     * while `epoch` equals put_epoch. */
     struct {
         int rank;                      /* -1: none */
         uint64_t epoch;
+        size_t max_packet;             /* route->max_packet */
         const struct xp_tl_route *route;
         struct xp_tl_inplace *ip;      /* route->inplace_excl (not NULL) */
         struct xp_shm_ring *ring;      /* ip->ring */

@@ -1166,20 +1166,20 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     return PTL_OK;
 }
 
-int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
-           ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
-           ptl_size_t remote_offset, void *user_ptr)
+/* PtlGet's general path: every check in order, the full header, segments
+ * for the target's RMA when the reply does not fit one packet. */
+static __attribute__((noinline)) int
+get_full(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_size_t local_offset,
+         ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
+         ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr)
 {
     xp_md_t *md;
     xp_pkt_t h;
     xp_seg_t segs[MAX_SEGS];
     int rank, n = 0;
     xp_status_t rc;
-
-    xp_ptl_state_t *st = ready_state();
     const xp_tl_route_t *r;
-    if (!st)
-        return PTL_NO_INIT;
+
     md = md_lookup(st, md_handle);
     if (!md || !check_range(md, local_offset, length))
         return PTL_ARG_INVALID;
@@ -1197,18 +1197,8 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
             return -n; /* the Portals error code */
     }
     xp_md_expect(md);
-    if (r) {
-        /* The bare header in place in the peer's ring when the route lets
-         * this thread (no copy of it, no send call). */
-        xp_tl_cell_t cell;
-        xp_pkt_t *ch = xp_tl_route_reserve(r, sizeof(*ch), &cell);
-        if (__builtin_expect(ch != NULL, 1)) {
-            memcpy(ch, &h, sizeof(h));
-            xp_tl_route_commit(r, &cell);
-            return PTL_OK;
-        }
-    }
-    rc = r ? xp_tl_route_send(r, rank, &h, sizeof(h), NULL, 0) : XP_ERR_AGAIN;
+    /* (in place in the peer's ring when the route lets this thread) */
+    rc = r ? wire_send_route(r, rank, &h, NULL, 0) : XP_ERR_AGAIN;
     if (rc == XP_ERR_AGAIN)
         rc = xp_eng_send(rank, &h, segs, sizeof(xp_seg_t) * (size_t)n, NULL, 0, 0);
     if (rc != XP_OK) {
@@ -1217,6 +1207,102 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
         xp_md_unexpect(md);
     }
     return PTL_OK;
+}
+
+/* The compact get request could not go (a full ring, a failure): the full
+ * header through xp_eng_send (which encodes the compact form again), or
+ * the undeliverable REPLY. The MD has no EQ: user_ptr stays 0. */
+static __attribute__((noinline, cold)) int get_retry(xp_md_t *md, int rank,
+                                                      const xp_wire_sget_t *w)
+{
+    xp_pkt_t h = {
+        .type = XP_PKT_GET,
+        .slot = w->slot,
+        .pt_index = w->pt_index,
+        .md_handle = w->md_handle,
+        .uid = w->uid,
+        .match_bits = w->match_bits,
+        .rlength = w->len,
+        .remote_offset = w->remote_offset,
+        .local_offset = w->local_offset,
+    };
+    if (xp_eng_send(rank, &h, NULL, 0, NULL, 0, 0) != XP_OK) {
+        md_count(md, PTL_MD_EVENT_CT_REPLY, 0, 0);
+        md_event(md, PTL_EVENT_REPLY, PTL_NI_UNDELIVERABLE, NULL, &h, w->local_offset);
+        xp_md_unexpect(md);
+    }
+    return PTL_OK;
+}
+
+/* The common small get goes out in the compact wire form (xp_wire_sget_t,
+ * one ring cell instead of two), written in place in the peer's ring when
+ * the route lets this thread, with the MD and route from a memo (as
+ * PtlPut's): an MD without an EQ (no REPLY event reads user_ptr, which
+ * the compact form does not carry) whose range holds the reply, a reply
+ * the compact REPLY carries, a logical NI whose route to the target takes
+ * compact packets. Anything else, invalid arguments included, is
+ * get_full's. */
+int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+           ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+           ptl_size_t remote_offset, void *user_ptr)
+{
+    xp_ptl_state_t *st = ready_state();
+    const xp_tl_route_t *r;
+    xp_md_t *md;
+    xp_tl_inplace_t *ip;
+    xp_shm_ring_t *ring;
+    int rank;
+
+    if (__builtin_expect(!st, 0))
+        return PTL_NO_INIT;
+    struct xp_route_memo *m = &st->get_memo;
+    if (__builtin_expect(memo_hit(st, m, md_handle, target_id.rank), 1)) {
+        r = memo_take(m, &md, &rank, &ip, &ring);
+    } else {
+        uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+        md = md_lookup(st, md_handle);
+        r = md ? memo_route(st, m, epoch, md_handle, md, target_id.rank, &rank) : NULL;
+        if (!r)
+            goto full;
+        ip = route_lane(r, &ring);
+    }
+    if (__builtin_expect(length > XP_WIRE_SGET_MAX || md->eq || local_offset > UINT32_MAX ||
+                             !check_range(md, local_offset, length),
+                         0))
+        goto full;
+    xp_md_expect(md);
+    xp_tl_cell_t cell;
+    xp_wire_sget_t *cw = ip ? xp_tl_inplace_reserve(ip, ring, sizeof(*cw), &cell) : NULL;
+    if (__builtin_expect(cw != NULL, 1)) {
+        cw->type = XP_WIRE_SGET;
+        cw->slot = md->slot;
+        cw->len = (uint8_t)length; /* (pads: never read) */
+        cw->pt_index = pt_index;
+        cw->md_handle = md_handle; /* == md->handle: the look-up compared them */
+        cw->uid = st->uid;
+        cw->match_bits = match_bits;
+        cw->remote_offset = remote_offset;
+        cw->local_offset = (uint32_t)local_offset;
+        xp_tl_route_commit(r, &cell);
+        return PTL_OK;
+    }
+    xp_wire_sget_t w = {
+        .type = XP_WIRE_SGET,
+        .slot = md->slot,
+        .len = (uint8_t)length,
+        .pt_index = pt_index,
+        .md_handle = md_handle,
+        .uid = st->uid,
+        .match_bits = match_bits,
+        .remote_offset = remote_offset,
+        .local_offset = (uint32_t)local_offset,
+    };
+    if (__builtin_expect(xp_tl_route_send(r, rank, &w, sizeof(w), NULL, 0) != XP_OK, 0))
+        return get_retry(md, rank, &w);
+    return PTL_OK;
+full:
+    return get_full(st, md_handle, local_offset, length, target_id, pt_index, match_bits,
+                    remote_offset, user_ptr);
 }
 
 /* Common body of the three atomic calls. get_md is NULL for PtlAtomic. */

@@ -391,9 +391,12 @@ static xp_match_spec_t entry_spec(xp_ni_t *ni, const ptl_me_t *me)
 static unsigned entry_fast_flags(const xp_le_t *le)
 {
     unsigned o = le->options, f = 0;
-    if ((o & PTL_ME_OP_PUT) && !le->region.iov &&
-        !(o & (PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL | PTL_ME_NO_TRUNCATE)))
+    int plain = !le->region.iov &&
+                !(o & (PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL | PTL_ME_NO_TRUNCATE));
+    if (plain && (o & PTL_ME_OP_PUT))
         f |= XP_LE_FAST_PUT | ((o & PTL_ME_OP_GET) ? XP_LE_FAST_FETCH : 0);
+    if (plain && (o & PTL_ME_OP_GET))
+        f |= XP_LE_FAST_GET;
     if (o & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE))
         f |= XP_LE_FAST_QUIET;
     if (le->ct && (o & PTL_ME_EVENT_CT_COMM))

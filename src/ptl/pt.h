@@ -69,6 +69,9 @@ enum {
     XP_LE_FAST_NOACK = 1u << 4,
     /* XP_LE_FAST_PUT and PTL_ME_OP_GET too: takes fetching atomics. */
     XP_LE_FAST_FETCH = 1u << 5,
+    /* Serves a get lying whole in it on the first match: PTL_ME_OP_GET,
+     * and the buffer and options XP_LE_FAST_PUT asks for. */
+    XP_LE_FAST_GET = 1u << 6,
 };
 
 /* An LE or ME. */

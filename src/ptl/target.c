@@ -1013,15 +1013,54 @@ static void __attribute__((noinline)) fetch_reply_sent(int src, const unsigned c
         fetch_reply_send(src, &aform_full, pkt, size, old, ok);
 }
 
+/* Room for a compact REPLY of n bytes to src in place in the answer lane's
+ * ring cell (no header on the stack, no copy of it, no send call), with
+ * its route in *rp; NULL when the route does not let us (lane not
+ * announced yet, full or wrapping, deferred answers waiting: they go
+ * first; *ok then says whether the route's send may still take it). The
+ * lane of the previous REPLY comes from the memo when it went to the same
+ * rank (the route's chain of loads skipped). The caller holds the poll
+ * lock (the one-pass paths' rule). */
+static inline __attribute__((always_inline)) xp_wire_sreply_t *
+reply_reserve(xp_ptl_state_t *st, int src, size_t n, const xp_tl_route_t **rp,
+              xp_tl_cell_t *cell, int *ok)
+{
+    if (__builtin_expect(st->reply_memo.rank == src &&
+                             st->reply_memo.epoch ==
+                                 __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE) &&
+                             n <= st->reply_memo.max_packet,
+                         1)) {
+        *rp = st->reply_memo.route;
+        *ok = !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE);
+        return *ok ? xp_tl_inplace_reserve_excl(st->reply_memo.ip, st->reply_memo.ring, n, cell)
+                   : NULL;
+    }
+    uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
+    const xp_tl_route_t *r = xp_tl_route(src);
+    *rp = r;
+    *ok = r && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) && n <= r->max_packet;
+    xp_wire_sreply_t *cw = *ok ? xp_tl_route_reserve_excl(r, n, cell) : NULL;
+    /* Remembered once the answer lane is announced (its ring is set then,
+     * by a thread that held the poll lock before us). */
+    if (r && r->inplace_excl && xp_load_relaxed(&r->inplace_excl->owner)) {
+        st->reply_memo.rank = src;
+        st->reply_memo.epoch = epoch;
+        st->reply_memo.max_packet = r->max_packet;
+        st->reply_memo.route = r;
+        st->reply_memo.ip = r->inplace_excl;
+        st->reply_memo.ring = r->inplace_excl->ring;
+    }
+    return cw;
+}
+
 /* The REPLY of a one-pass fetching atomic (request `pkt` of `len` bytes in
  * wire form fm, old value `old`) and then the count, as handle_request
  * orders them: what send_answer builds from the request's header, in its
  * compact wire form (mlength = rlength = the element size, no flags),
- * written in place in the answer lane's ring cell; when the route does not
- * let us (lane not announced yet, full or wrapping, deferred answers
- * waiting: they go first), fetch_reply_sent sends it. Out of line
- * (fast_fetch_compact/_full), as the doorbell's rare call and the count's
- * rest need a frame, which the one pass before it does not have. */
+ * written in place (reply_reserve); when the route does not let us,
+ * fetch_reply_sent sends it. Out of line (fast_fetch_compact/_full), as
+ * the doorbell's rare call and the count's rest need a frame, which the
+ * one pass before it does not have. */
 static inline __attribute__((always_inline)) void
 fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t len,
                   xp_pt_t *pt, xp_le_t *le, uint64_t old)
@@ -1030,41 +1069,10 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
     /* (the full form's payload may start with a swap operand) */
     size_t size = fm->compact ? len - fm->hdr
                               : (size_t)xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
-    size_t n = sizeof(xp_wire_sreply_t) + size;
     const xp_tl_route_t *r;
     xp_tl_cell_t cell;
-    xp_wire_sreply_t *cw = NULL;
     int ok;
-    /* Written in place in the answer lane's ring cell when the route lets
-     * us (no header on the stack, no copy of it, no send call); the lane of
-     * the previous REPLY from the memo when it went to the same rank (the
-     * route's chain of loads skipped: a SREPLY fits any route that takes
-     * compact packets, max_packet checked when it was filled). */
-    if (__builtin_expect(st->reply_memo.rank == src &&
-                             st->reply_memo.epoch ==
-                                 __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE) &&
-                             n <= sizeof(xp_wire_sreply_t) + 8,
-                         1)) {
-        r = st->reply_memo.route;
-        ok = !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE);
-        if (ok)
-            cw = xp_tl_inplace_reserve_excl(st->reply_memo.ip, st->reply_memo.ring, n, &cell);
-    } else {
-        uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
-        r = xp_tl_route(src);
-        ok = r && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) && n <= r->max_packet;
-        cw = ok ? xp_tl_route_reserve_excl(r, n, &cell) : NULL;
-        /* Remembered once the answer lane is announced (its ring is set
-         * then, by a thread that held the poll lock before us). */
-        if (r && r->inplace_excl && xp_load_relaxed(&r->inplace_excl->owner) &&
-            r->max_packet >= sizeof(xp_wire_sreply_t) + 8) {
-            st->reply_memo.rank = src;
-            st->reply_memo.epoch = epoch;
-            st->reply_memo.route = r;
-            st->reply_memo.ip = r->inplace_excl;
-            st->reply_memo.ring = r->inplace_excl->ring;
-        }
-    }
+    xp_wire_sreply_t *cw = reply_reserve(st, src, sizeof(xp_wire_sreply_t) + size, &r, &cell, &ok);
     if (__builtin_expect(cw != NULL, 1)) {
         cw->type = XP_WIRE_SREPLY;
         cw->slot = pkt[fm->slot];
@@ -1258,6 +1266,120 @@ static void __attribute__((noinline)) fast_atomic_general(int src, const unsigne
         fast_atomic(src, &aform_full, pkt, len, 0);
 }
 
+/* Where the one-pass get finds a request's fields in either wire form. */
+typedef struct get_form {
+    size_t hdr; /* the request's size: a get carries no payload */
+    size_t slot, pt_index, uid, md_handle, match_bits, remote_offset, local_offset;
+    int compact; /* xp_wire_sget_t: 32-bit local offset, length byte, no user_ptr */
+} get_form_t;
+
+static const get_form_t gform_full = {
+    sizeof(xp_pkt_t), offsetof(xp_pkt_t, slot), offsetof(xp_pkt_t, pt_index),
+    offsetof(xp_pkt_t, uid), offsetof(xp_pkt_t, md_handle), offsetof(xp_pkt_t, match_bits),
+    offsetof(xp_pkt_t, remote_offset), offsetof(xp_pkt_t, local_offset), 0,
+};
+
+static const get_form_t gform_compact = {
+    sizeof(xp_wire_sget_t), offsetof(xp_wire_sget_t, slot), offsetof(xp_wire_sget_t, pt_index),
+    offsetof(xp_wire_sget_t, uid), offsetof(xp_wire_sget_t, md_handle),
+    offsetof(xp_wire_sget_t, match_bits), offsetof(xp_wire_sget_t, remote_offset),
+    offsetof(xp_wire_sget_t, local_offset), 1,
+};
+
+/* The REPLY of a one-pass get when it cannot be written in place: built
+ * on the stack and sent (xp_eng_send_sreply keeps deferred answers first
+ * and falls back to the general answer send). Out of line: the common
+ * case makes no call. */
+static void __attribute__((noinline)) get_reply_send(int src, const xp_wire_sreply_t *w,
+                                                     const void *data)
+{
+    xp_eng_send_sreply(src, w, data);
+}
+
+/* A small get lying whole in a fast entry (XP_LE_FAST_GET; the other
+ * XP_LE_FAST_* rules of fast_put) handled in one pass, as handle_request
+ * would: the data read from the entry straight into a compact REPLY in the
+ * answer lane's ring cell (reply_reserve), then the count. Anything else
+ * (a reply too long for the compact form, a get reaching past the entry's
+ * end, which the full path truncates, RMA gets, a search that needs a
+ * call) goes, with nothing changed, to recv_full. */
+static inline __attribute__((always_inline)) void
+fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
+{
+    xp_ptl_state_t *st = xp_ptl_state_peek();
+    if (len != fm->hdr)
+        goto refuse;
+    uint8_t slot = pkt[fm->slot];
+    uint64_t size = fm->compact ? pkt[offsetof(xp_wire_sget_t, len)]
+                                : xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
+    if ((!fm->compact && (pkt[offsetof(xp_pkt_t, flags)] != 0 ||
+                          xp_wire_load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
+                          size > XP_WIRE_SREPLY_MAX)) ||
+        slot >= XP_PTL_NI_SLOTS ||
+        __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
+        goto refuse;
+    xp_ni_t *ni = __atomic_load_n(&st->ni[slot], __ATOMIC_ACQUIRE);
+    if (!ni)
+        goto refuse;
+    xp_pt_t *pt;
+    int call = 0;
+    xp_le_t *le = fast_entry(st, ni, src, pkt, fm->pt_index, fm->match_bits, fm->uid,
+                             XP_LE_FAST_GET, 0, &pt, 0, &call);
+    if (!le)
+        goto refuse;
+    ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
+    if (offset > le->region.length || size > le->region.length - offset) {
+        xp_pt_leave(pt);
+        goto refuse;
+    }
+    const char *data = le->region.start + offset;
+    const xp_tl_route_t *r;
+    xp_tl_cell_t cell;
+    int ok;
+    xp_wire_sreply_t w = {
+        .type = XP_WIRE_SREPLY,
+        .slot = slot,
+        .fail = PTL_NI_OK,
+        .len = (uint8_t)size,
+        .ptl_list = PTL_PRIORITY_LIST,
+        .atomic_op = fm->compact ? 0 : pkt[offsetof(xp_pkt_t, atomic_op)],
+        .atomic_type = fm->compact ? 0 : pkt[offsetof(xp_pkt_t, atomic_type)],
+        .md_handle = xp_wire_load32(pkt, fm->md_handle),
+        .pt_index = xp_wire_load32(pkt, fm->pt_index),
+        .remote_offset = offset,
+        .local_offset = fm->compact ? xp_wire_load32(pkt, fm->local_offset)
+                                    : xp_wire_load64(pkt, fm->local_offset),
+        .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
+    };
+    xp_wire_sreply_t *cw =
+        reply_reserve(st, src, sizeof(xp_wire_sreply_t) + (size_t)size, &r, &cell, &ok);
+    if (__builtin_expect(cw != NULL, 1)) {
+        *cw = w;
+        xp_tl_copy_small(cw + 1, data, (size_t)size);
+        xp_tl_route_commit_excl(r, &cell);
+    } else {
+        get_reply_send(src, &w, data);
+    }
+    fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
+                     (ptl_size_t)size);
+    return;
+refuse:
+    recv_full(src, pkt, len);
+}
+
+/* A get in either wire form: the one-pass path (which checks the length),
+ * else decoded. Out of line, so that xp_eng_recv's frame (and every put
+ * through it) stays as it was. */
+static void __attribute__((noinline)) recv_sget(int src_rank, const void *pkt, size_t len)
+{
+    fast_get(src_rank, &gform_compact, pkt, len);
+}
+
+static void __attribute__((noinline)) recv_get(int src_rank, const void *pkt, size_t len)
+{
+    fast_get(src_rank, &gform_full, pkt, len);
+}
+
 /* Every packet the fast path does not take: the header is decoded into an
  * xp_pkt_t and dispatched. Out of line, so that the fast path's caller saves
  * no registers for it. */
@@ -1335,6 +1457,10 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         recv_atomic(src_rank, pkt, len);
     else if (type == XP_WIRE_SFETCH)
         recv_sfetch(src_rank, pkt, len);
+    else if (type == XP_WIRE_SGET)
+        recv_sget(src_rank, pkt, len);
+    else if (type == XP_PKT_GET)
+        recv_get(src_rank, pkt, len);
     else
         recv_rest(src_rank, pkt, len);
 }

@@ -14,7 +14,8 @@
  * has a compact form too (40 bytes): what its REPLY event and the MD write
  * read, with the data's length standing for rlength and mlength. So does a
  * fetching atomic that needs no echo of user_ptr and no header data (40
- * bytes): a fetch-add and its operand take one cell.
+ * bytes): a fetch-add and its operand take one cell. So does the request
+ * of a small get without that echo (40 bytes).
  *
  * xp_wire_encode picks the compact form when it carries everything the
  * receiver reads; xp_wire_decode turns any received header back into an
@@ -53,6 +54,7 @@ enum {
     XP_WIRE_SACK = 17, /* xp_wire_sack_t: a counting or bare acknowledgement */
     XP_WIRE_SREPLY = 18, /* xp_wire_sreply_t: a REPLY with its data inline */
     XP_WIRE_SFETCH = 19, /* xp_wire_sfetch_t: a fetching atomic without echo */
+    XP_WIRE_SGET = 20,   /* xp_wire_sget_t: a small get without echo */
 };
 
 /* Largest payload a compact put carries (its length field is one byte). */
@@ -140,17 +142,41 @@ typedef struct xp_wire_sfetch {
     uint8_t pad[3];
 } xp_wire_sfetch_t;
 
+/* Largest reply a compact get asks for: its answer is a compact REPLY. */
+#define XP_WIRE_SGET_MAX XP_WIRE_SREPLY_MAX
+
+/* A PtlGet request (XP_PKT_GET, no flags, no payload: the data comes back
+ * inline) whose user_ptr is 0 and whose MD offset fits 32 bits; `len` is
+ * rlength. Lossless: every field it omits is zero in the full header. The
+ * initiator sends user_ptr 0 when its MD has no EQ (the REPLY then posts no
+ * event, so nothing reads it). */
+typedef struct xp_wire_sget {
+    uint8_t type;        /* XP_WIRE_SGET */
+    uint8_t slot;        /* target NI slot */
+    uint8_t len;         /* bytes asked for = rlength */
+    uint8_t pad;
+    uint32_t pt_index;
+    uint32_t md_handle;
+    uint32_t uid;
+    uint64_t match_bits;
+    uint64_t remote_offset;
+    uint32_t local_offset; /* in the MD */
+    uint32_t pad2;
+} xp_wire_sget_t;
+
 typedef union xp_wire {
     xp_wire_sput_t sput;
     xp_wire_sack_t sack;
     xp_wire_sreply_t sreply;
     xp_wire_sfetch_t sfetch;
+    xp_wire_sget_t sget;
 } xp_wire_t;
 
 _Static_assert(sizeof(xp_wire_sput_t) == 40, "a compact put and 8 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sack_t) == 24, "compact ack layout");
 _Static_assert(sizeof(xp_wire_sreply_t) == 40, "a compact reply and 8 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sfetch_t) == 40, "a compact fetch and 8 bytes fill one cell");
+_Static_assert(sizeof(xp_wire_sget_t) == 40, "a compact get fits one cell");
 
 static inline int xp_wire_sput_ok(const xp_pkt_t *h, size_t len)
 {
@@ -175,6 +201,30 @@ static inline int xp_wire_sfetch_ok(const xp_pkt_t *h, size_t len)
     return h->type == XP_PKT_FETCH && !h->flags && !h->ack_req && !h->fail && !h->ptl_list &&
            !h->nseg && !h->hdr_data && !h->mlength && !h->user_ptr &&
            h->local_offset <= UINT32_MAX && len <= XP_WIRE_SFETCH_MAX && h->rlength == len;
+}
+
+static inline int xp_wire_sget_ok(const xp_pkt_t *h, size_t len)
+{
+    return h->type == XP_PKT_GET && !h->flags && !h->ack_req && !h->fail && !h->ptl_list &&
+           !h->atomic_op && !h->atomic_type && !h->nseg && !h->hdr_data && !h->mlength &&
+           !h->user_ptr && h->local_offset <= UINT32_MAX && len == 0 &&
+           h->rlength <= XP_WIRE_SGET_MAX;
+}
+
+/* The compact get request for h (xp_wire_sget_ok(h, 0)) in *g. */
+static inline void xp_wire_sget_fill(xp_wire_sget_t *g, const xp_pkt_t *h)
+{
+    *g = (xp_wire_sget_t){
+        .type = XP_WIRE_SGET,
+        .slot = h->slot,
+        .len = (uint8_t)h->rlength,
+        .pt_index = h->pt_index,
+        .md_handle = h->md_handle,
+        .uid = h->uid,
+        .match_bits = h->match_bits,
+        .remote_offset = h->remote_offset,
+        .local_offset = (uint32_t)h->local_offset,
+    };
 }
 
 /* The compact REPLY for h (xp_wire_sreply_ok(h, len)) in *s. */
@@ -272,6 +322,11 @@ static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_
         *hdr_len = sizeof(w->sfetch);
         return &w->sfetch;
     }
+    if (xp_wire_sget_ok(h, len)) {
+        xp_wire_sget_fill(&w->sget, h);
+        *hdr_len = sizeof(w->sget);
+        return &w->sget;
+    }
     *hdr_len = sizeof(*h);
     return h;
 }
@@ -356,6 +411,25 @@ static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_
             .local_offset = f.local_offset,
         };
         *hdr_len = sizeof(f);
+        return 0;
+    }
+    if (type == XP_WIRE_SGET) {
+        xp_wire_sget_t g;
+        if (len != sizeof(g)) /* a get carries no payload */
+            return -1;
+        memcpy(&g, pkt, sizeof(g));
+        *h = (xp_pkt_t){
+            .type = XP_PKT_GET,
+            .slot = g.slot,
+            .pt_index = g.pt_index,
+            .md_handle = g.md_handle,
+            .uid = g.uid,
+            .match_bits = g.match_bits,
+            .rlength = g.len,
+            .remote_offset = g.remote_offset,
+            .local_offset = g.local_offset,
+        };
+        *hdr_len = sizeof(g);
         return 0;
     }
     if (len < sizeof(*h))

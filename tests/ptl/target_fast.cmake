@@ -10,3 +10,10 @@ if(TARGET xprun)
   xp_mp_test(test_target_onepass NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_onepass.c LIBS portals TIMEOUT 60)
   xp_mp_test(test_target_onepass NP 3 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_onepass.c LIBS portals TIMEOUT 60)
 endif()
+# Small gets: the compact request, PtlGet's memo and the target's one-pass
+# get (target.c fast_get), and the cases that must take the full path.
+if(TARGET xprun)
+  xp_mp_test(test_get_onepass NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_get_onepass.c LIBS portals TIMEOUT 60)
+  xp_mp_test(test_get_onepass NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_get_onepass.c LIBS portals TIMEOUT 60)
+  xp_mp_test(test_get_onepass NP 3 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_get_onepass.c LIBS portals TIMEOUT 60)
+endif()

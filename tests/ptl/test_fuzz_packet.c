@@ -107,6 +107,17 @@ static void fit_sfetch(xp_pkt_t *h, size_t plen)
     h->rlength = plen;
 }
 
+/* Make a get request fit the compact get form (no echo, no header data,
+ * no flags, a 32-bit local offset, a reply the compact REPLY carries). */
+static void fit_sget(xp_pkt_t *h)
+{
+    h->flags = h->ack_req = h->fail = h->ptl_list = h->atomic_op = h->atomic_type = 0;
+    h->nseg = 0;
+    h->hdr_data = h->mlength = h->user_ptr = 0;
+    h->local_offset &= UINT32_MAX;
+    h->rlength &= XP_WIRE_SGET_MAX;
+}
+
 static void set_remote_offset(xp_pkt_t *h, void *arg)
 {
     h->remote_offset = *(uint64_t *)arg;
@@ -128,6 +139,8 @@ static size_t to_compact(unsigned char *pkt, size_t len)
     }
     if (h.type == XP_PKT_FETCH)
         fit_sfetch(&h, plen);
+    if (h.type == XP_PKT_GET)
+        fit_sget(&h);
     xp_wire_t w;
     const void *wh = xp_wire_encode(&h, plen, &w, &nhl);
     memcpy(pkt, wh, nhl);
@@ -241,6 +254,29 @@ static void directed(void)
     n = to_compact(pkt, n);
     XP_CHECK_EQ(pkt[0], XP_WIRE_SFETCH);
     XP_CHECK_EQ(rejected_by(pkt, n, 0), 1);
+
+    /* A valid small get is accepted, in both forms; compact ones reaching
+     * outside the entry, cut short or with bytes after the header. */
+    n = xp_fuzz_ptl_template(0, XP_PKT_GET, 8, NULL, 0, pkt, sizeof(pkt));
+    XP_CHECK_EQ(rejected_by(pkt, n, 0), 0);
+    n = to_compact(pkt, n);
+    XP_CHECK_EQ(pkt[0], XP_WIRE_SGET);
+    XP_CHECK_EQ(n, sizeof(xp_wire_sget_t));
+    XP_CHECK_EQ(rejected_by(pkt, n, 0), 0);
+    for (int i = 0; i < 3; i++) {
+        n = xp_fuzz_ptl_template(0, XP_PKT_GET, 200, NULL, 0, pkt, sizeof(pkt));
+        n = edit_header(pkt, n, set_remote_offset, &roffs[i]);
+        n = to_compact(pkt, n);
+        XP_CHECK_EQ(pkt[0], XP_WIRE_SGET);
+        rejected_by(pkt, n, 0);
+    }
+    n = xp_fuzz_ptl_template(0, XP_PKT_GET, 8, NULL, 0, pkt, sizeof(pkt));
+    n = to_compact(pkt, n);
+    for (size_t cut = 0; cut < n; cut += 3)
+        rejected_by(pkt, cut, 0);
+    memset(pkt + n, 0x55, 16);
+    rejected_by(pkt, n + 16, 0);
+    rejected_by(pkt, n + 1, 0);
 
     /* Unknown packet types are dropped (nothing to count them against). */
     uint8_t types[3] = { 0, 8, 255 };
@@ -361,6 +397,9 @@ static size_t random_packet(xp_rng_t *r, unsigned char *pkt)
             /* ... and a fetch the compact fetch form. */
             if (h.type == XP_PKT_FETCH && plen <= XP_WIRE_SFETCH_MAX && xp_rng_below(r, 2))
                 fit_sfetch(&h, plen);
+            /* ... and a get the compact get form. */
+            if (h.type == XP_PKT_GET && !plen && xp_rng_below(r, 2))
+                fit_sget(&h);
             const void *wh = xp_wire_encode(&h, plen, &w, &nhl);
             memcpy(pkt, wh, nhl);
         } else {

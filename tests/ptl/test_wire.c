@@ -245,6 +245,58 @@ static void test_fetches(void)
     }
 }
 
+static xp_pkt_t get_hdr(uint64_t len)
+{
+    xp_pkt_t h;
+    memset(&h, 0, sizeof(h));
+    h.type = XP_PKT_GET;
+    h.slot = 2;
+    h.pt_index = 9;
+    h.md_handle = 0x12345678u;
+    h.uid = 1002;
+    h.match_bits = 0x0123456789abcdefull;
+    h.rlength = len;
+    h.remote_offset = (1ull << 45) + 3;
+    h.local_offset = UINT32_MAX;
+    return h;
+}
+
+static void test_gets(void)
+{
+    xp_pkt_t h = get_hdr(8), d;
+    /* A small get without echo: one 64-byte cell, lossless. */
+    XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_wire_sget_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    XP_CHECK(16 + sizeof(xp_wire_sget_t) <= 64);
+    h = get_hdr(0);
+    h.local_offset = 0;
+    XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_wire_sget_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    h = get_hdr(XP_WIRE_SGET_MAX);
+    XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_wire_sget_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    /* Anything it would lose goes whole: user_ptr, header data, a 64-bit
+     * offset, a reply too long for a compact REPLY, flags and segments (an
+     * RMA get), ack_req, atomic fields, a payload. */
+    for (int i = 0; i < 9; i++) {
+        size_t len = 0;
+        h = get_hdr(8);
+        switch (i) {
+        case 0: h.user_ptr = 1; break;
+        case 1: h.hdr_data = 1; break;
+        case 2: h.local_offset = 1ull << 32; break;
+        case 3: h.rlength = XP_WIRE_SGET_MAX + 1; break;
+        case 4: h.flags = XP_PKT_F_RMA; h.nseg = 1; len = sizeof(xp_seg_t); break;
+        case 5: h.ack_req = PTL_CT_ACK_REQ; break;
+        case 6: h.atomic_op = PTL_SUM; break;
+        case 7: h.atomic_type = PTL_INT32_T; break;
+        default: len = 8; break;
+        }
+        XP_CHECK_EQ(round_trip(&h, len, &d), sizeof(xp_pkt_t));
+        XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    }
+}
+
 static void test_malformed(void)
 {
     unsigned char pkt[sizeof(xp_pkt_t) + 64];
@@ -295,6 +347,16 @@ static void test_malformed(void)
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 9, &d, &dlen), -1);
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen, &d, &dlen), -1);
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen - 1, &d, &dlen), -1);
+    /* A compact get carries nothing after its header, and is not cut
+     * short. */
+    xp_pkt_t gh = get_hdr(8);
+    hdr = xp_wire_encode(&gh, 0, &w, &hlen);
+    XP_CHECK_EQ(hlen, sizeof(xp_wire_sget_t));
+    memcpy(pkt, hdr, hlen);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen, &d, &dlen), 0);
+    XP_CHECK_EQ(d.type, XP_PKT_GET);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 1, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen - 1, &d, &dlen), -1);
     /* Empty and short full headers. */
     XP_CHECK_EQ(xp_wire_decode(pkt, 0, &d, &dlen), -1);
     memset(pkt, 0, sizeof(pkt));
@@ -309,6 +371,7 @@ int main(void)
     test_acks();
     test_replies();
     test_fetches();
+    test_gets();
     test_malformed();
     return xp_test_result();
 }
