@@ -1286,23 +1286,15 @@ static const get_form_t gform_compact = {
     offsetof(xp_wire_sget_t, local_offset), 1,
 };
 
-/* The REPLY of a one-pass get when it cannot be written in place: built
- * on the stack and sent (xp_eng_send_sreply keeps deferred answers first
- * and falls back to the general answer send). Out of line: the common
- * case makes no call. */
-static void __attribute__((noinline)) get_reply_send(int src, const xp_wire_sreply_t *w,
-                                                     const void *data)
-{
-    xp_eng_send_sreply(src, w, data);
-}
-
 /* A small get lying whole in a fast entry (XP_LE_FAST_GET; the other
  * XP_LE_FAST_* rules of fast_put) handled in one pass, as handle_request
  * would: the data read from the entry straight into a compact REPLY in the
- * answer lane's ring cell (reply_reserve), then the count. Anything else
- * (a reply too long for the compact form, a get reaching past the entry's
- * end, which the full path truncates, RMA gets, a search that needs a
- * call) goes, with nothing changed, to recv_full. */
+ * answer lane's ring cell (reply_reserve), then the count. When the REPLY
+ * cannot be written in place, the header built here goes to
+ * xp_eng_send_sreply (deferred answers first, else the general answer
+ * send). Anything else (a reply too long for the compact form, a get
+ * reaching past the entry's end, which the full path truncates, RMA gets)
+ * goes, with nothing changed, to recv_full. */
 static inline __attribute__((always_inline)) void
 fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
 {
@@ -1358,7 +1350,7 @@ fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
         xp_tl_copy_small(cw + 1, data, (size_t)size);
         xp_tl_route_commit_excl(r, &cell);
     } else {
-        get_reply_send(src, &w, data);
+        xp_eng_send_sreply(src, &w, data);
     }
     fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
                      (ptl_size_t)size);

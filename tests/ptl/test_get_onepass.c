@@ -15,6 +15,8 @@
  *     PT with an EQ and events (the target's GET event), an entry without
  *     OP_GET (OP_VIOLATION), another uid (PERM_VIOLATION), a disabled PT
  *     (PT_DISABLED), USE_ONCE MEs consumed in order;
+ *   - a window of 5000 gets without waiting: full request rings and full
+ *     answer lanes (both fallbacks);
  *   - the memo: alternating MDs and targets (on an LE: the next rank and
  *     this one), a released MD's handle refused
  *     at once, a new MD bound after it, offsets and lengths outside the MD
@@ -476,6 +478,31 @@ static void test_memo(side_t *s)
     PtlCTFree(tct);
 }
 
+/* A window of gets issued without waiting: the requests fill the target's
+ * ring (PtlGet's send falls back to the general one, which progresses)
+ * and the 3-cell REPLYs the answer lane (the target's in-place REPLY
+ * falls back to the deferred send). Every byte and count arrives. */
+static void test_window(side_t *s)
+{
+    enum { N = 5000, SZ = 100, SLOTS = 32 };
+    ptl_handle_ct_t tct = new_ct(s);
+    ptl_handle_any_t e = post(s, PT, 4096, PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, tct,
+                              PTL_UID_ANY, 8);
+    barrier();
+    memset(dst, 0, SZ * SLOTS);
+    for (int i = 0; i < N; i++)
+        XP_REQUIRE(PtlGet(s->md_b, (ptl_size_t)(i % SLOTS) * SZ, SZ, s->next, PT, 8,
+                          (ptl_size_t)(i % SLOTS) * SZ, NULL) == PTL_OK);
+    s->want_b += (ptl_size_t)N * SZ;
+    expect_ct(s->ct_b, s->want_b);
+    XP_CHECK(landed(0, 0, SZ * SLOTS));
+    barrier();
+    expect_ct(tct, N);
+    barrier();
+    unlink_entry(s, e);
+    PtlCTFree(tct);
+}
+
 int main(void)
 {
     side_t s;
@@ -487,6 +514,7 @@ int main(void)
         test_refused(&s);
         test_me(&s);
         test_memo(&s);
+        test_window(&s);
         barrier();
         side_fini(&s);
     }
