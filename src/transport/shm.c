@@ -774,4 +774,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .direct = xp_shm_direct,
     .bounce_fill = xp_shm_bounce_fill,
     .bounce_read = xp_shm_bounce_read,
+    .bounce_max = xp_shm_bounce_max,
 };

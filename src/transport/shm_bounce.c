@@ -35,6 +35,7 @@
 
 #include "transport/shm_internal.h"
 #include "util/config.h"
+#include "util/log.h"
 
 #define BOUNCE_HDR 64u      /* the done word and the cookie, alone on their line */
 #define BOUNCE_LIST 1024u   /* outstanding blocks at most (a power of two) */
@@ -50,14 +51,33 @@ enum { W_DONE, W_COOKIE, W_FILL, W_LEN };
  * the reader's CPU (an oversubscribed node). */
 #define FILL_SPINS 256
 
+/* XP_SHM_BOUNCE_MAX, or 0 where bounce blocks are off or do not pay here
+ * (XP_SHM_BOUNCE; its probe is not run without a heap or a peer to stage for). */
+static size_t bounce_limit(const shm_tl_t *s)
+{
+    if (!s->heap.base || s->size < 2)
+        return 0;
+    xp_shm_copy_probe_t p;
+    size_t max = xp_shm_bounce_limit(&p);
+    if (p.len)
+        xp_info("shm: bounce blocks %s (%zu bytes: process_vm_readv %.0f ns%s, memcpy %.0f ns)",
+                max ? "on" : "off", p.len, p.cma_ns, p.cma_ok ? "" : " (not allowed)", p.copy_ns);
+    return max;
+}
+
 void xp_shm_bounce_init(shm_tl_t *s)
 {
     xp_shm_bounce_t *b = &s->bounce;
     pthread_mutex_init(&b->lock, NULL);
-    b->max = s->heap.base ? xp_config()->shm_bounce_max : 0;
+    b->max = bounce_limit(s);
     b->cap = s->heap.size / BOUNCE_CAP_DIV;
     if (b->max && !(b->list = calloc(BOUNCE_LIST, sizeof(*b->list))))
         b->max = 0;
+}
+
+size_t xp_shm_bounce_max(xp_tl_t *tl)
+{
+    return ((const shm_tl_t *)tl)->bounce.max;
 }
 
 void xp_shm_bounce_fini(shm_tl_t *s)

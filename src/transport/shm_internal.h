@@ -70,7 +70,7 @@ typedef struct xp_shm_bounce_blk {
 
 typedef struct xp_shm_bounce {
     pthread_mutex_t lock;
-    size_t max;            /* XP_SHM_BOUNCE_MAX; 0: no bounce blocks */
+    size_t max;            /* XP_SHM_BOUNCE_MAX; 0: no bounce blocks (XP_SHM_BOUNCE) */
     size_t cap, bytes;     /* most heap bytes outstanding; now */
     xp_shm_bounce_blk_t *list; /* the blocks, oldest first, from head to tail */
     uint32_t head, tail;   /* positions in list (modulo its size) */
@@ -136,6 +136,7 @@ xp_status_t xp_shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *
 void xp_shm_bounce_init(shm_tl_t *s);
 void xp_shm_bounce_fini(shm_tl_t *s);
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);
+size_t xp_shm_bounce_max(xp_tl_t *tl);
 void xp_shm_bounce_done(xp_tl_t *tl, int rank, uint64_t addr);
 void xp_shm_bounce_fill(xp_tl_t *tl, void *buf, size_t n);
 xp_status_t xp_shm_bounce_read(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include "transport/shm_seg.h"
+#include "util/clock.h"
+#include "util/config.h"
 #include "util/log.h"
 
 #define SEG_MAGIC 0x78702d73686d3031ull /* "xp-shm01" */
@@ -317,4 +320,61 @@ void xp_membarrier_global(void)
         xp_log_errno(XP_LOG_ERROR, "membarrier");
         xp_fence();
     }
+}
+
+/* Repetitions of each copy in xp_shm_copy_probe, after one that warms the
+ * buffers: the fastest counts, so a probe preempted in some of them (an
+ * oversubscribed node) still reads what a copy costs. */
+#define PROBE_REPS 8
+
+void xp_shm_copy_probe(size_t len, xp_shm_copy_probe_t *out)
+{
+    *out = (xp_shm_copy_probe_t){ .len = len };
+    unsigned char *a = malloc(len ? len : 1), *b = malloc(len ? len : 1);
+    if (!a || !b || !len)
+        goto done;
+    memset(a, 1, len);
+    memset(b, 2, len);
+    struct iovec l = { b, len }, r = { a, len };
+    double copy = 0, cma = 0;
+    for (int i = 0; i <= PROBE_REPS; i++) {
+        uint64_t t0 = xp_time_ns();
+        memcpy(b, a, len);
+        __asm__ volatile("" : : "r"(b) : "memory"); /* the copy is not dead */
+        uint64_t t1 = xp_time_ns();
+        if (xp_cma_copy(getpid(), 0, &l, 1, &r, 1) != XP_OK)
+            goto done;
+        uint64_t t2 = xp_time_ns();
+        if (i == 1 || (i > 1 && (double)(t1 - t0) < copy))
+            copy = (double)(t1 - t0);
+        if (i == 1 || (i > 1 && (double)(t2 - t1) < cma))
+            cma = (double)(t2 - t1);
+    }
+    *out = (xp_shm_copy_probe_t){ .copy_ns = copy, .cma_ns = cma, .cma_ok = 1, .len = len };
+done:
+    free(a);
+    free(b);
+}
+
+int xp_shm_bounce_pays(const xp_shm_copy_probe_t *p)
+{
+    return !p->cma_ok || p->cma_ns > XP_SHM_BOUNCE_RATIO * p->copy_ns;
+}
+
+/* XP_SHM_BOUNCE's choices (config_vars.h). */
+enum { BOUNCE_AUTO, BOUNCE_ON, BOUNCE_OFF };
+
+/* Bytes of the copies XP_SHM_BOUNCE=auto times: a mid-size transfer. */
+#define PROBE_LEN (64u << 10)
+
+size_t xp_shm_bounce_limit(xp_shm_copy_probe_t *probe)
+{
+    const xp_config_t *c = xp_config();
+    *probe = (xp_shm_copy_probe_t){ 0 };
+    if (!c->shm_bounce_max || c->shm_bounce == BOUNCE_OFF)
+        return 0;
+    if (c->shm_bounce == BOUNCE_ON)
+        return c->shm_bounce_max;
+    xp_shm_copy_probe(PROBE_LEN, probe);
+    return xp_shm_bounce_pays(probe) ? c->shm_bounce_max : 0;
 }

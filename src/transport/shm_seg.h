@@ -79,6 +79,30 @@ int xp_pid_alive(pid_t pid);
  * XP_ERR_INVALID for bad addresses or unequal totals. */
 xp_status_t xp_cma_copy(pid_t pid, int do_write, const struct iovec *local, int nlocal,
                         const struct iovec *remote, int nremote);
+/* What a copy costs this machine, for XP_SHM_BOUNCE=auto (shm_bounce.c):
+ * the fastest of a few memcpys of len bytes between two cached buffers of
+ * ours, and of a few process_vm_readv of the same bytes from ourselves (the
+ * same page pinning as from a peer). cma_ok: 0 when process_vm_readv is not
+ * allowed here; len: the bytes probed (0: no probe). */
+typedef struct xp_shm_copy_probe {
+    double copy_ns, cma_ns;
+    int cma_ok;
+    size_t len;
+} xp_shm_copy_probe_t;
+void xp_shm_copy_probe(size_t len, xp_shm_copy_probe_t *out);
+/* Whether staging in a bounce block pays, by the probe: where
+ * process_vm_readv is not allowed, or costs over XP_SHM_BOUNCE_RATIO
+ * memcpys of the same bytes. A bounce is two memcpys (into our heap, and
+ * the reader's out of it, pipelined) against one pinned copy. On the AMD VM
+ * of rounds 10-11 the readv cost 10-15 memcpys and blocks were 3-4x faster;
+ * on the Intel VM of round 15 it cost 2 and they were 2x slower (ping-pong,
+ * 32 KiB - 1 MiB; docs/performance-notes.md). Pure. */
+#define XP_SHM_BOUNCE_RATIO 6.0
+int xp_shm_bounce_pays(const xp_shm_copy_probe_t *p);
+/* XP_SHM_BOUNCE_MAX where XP_SHM_BOUNCE is on, or auto and the probe (of a
+ * 64 KiB copy, run here) says blocks pay; else 0. *probe: the reading, all
+ * zero where none was taken (on, off). */
+size_t xp_shm_bounce_limit(xp_shm_copy_probe_t *probe);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);
 /* Copy n bytes from src into dst at byte offset dst_off (XP_ERR_INVALID when

@@ -343,6 +343,12 @@ void *xp_tl_bounce_alloc(int rank, size_t len)
     return r && OPS_HAS(r->ops, bounce_alloc) ? r->ops->bounce_alloc(r->tl, rank, len) : NULL;
 }
 
+size_t xp_tl_bounce_max(int rank)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    return r && OPS_HAS(r->ops, bounce_max) ? r->ops->bounce_max(r->tl) : 0;
+}
+
 void xp_tl_bounce_done(int rank, uint64_t addr)
 {
     const xp_tl_route_t *r = xp_tl_route(rank);

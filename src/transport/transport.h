@@ -152,6 +152,10 @@ typedef struct xp_tl_ops {
      * readv. */
     xp_status_t (*bounce_read)(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
                                uint64_t addr, size_t len);
+    /* The largest len bounce_alloc may serve (0: it serves none), which a
+     * transport may choose at open by what copies cost (shm:
+     * XP_SHM_BOUNCE). NULL: 0. */
+    size_t (*bounce_max)(xp_tl_t *tl);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -316,6 +320,8 @@ xp_status_t xp_tl_writev(int rank, const struct iovec *local, int nlocal, const 
  * its transport has none. */
 void *xp_tl_bounce_alloc(int rank, size_t len);
 void xp_tl_bounce_done(int rank, uint64_t addr);
+/* The route's bounce_max (0: no bounce blocks to rank). */
+size_t xp_tl_bounce_max(int rank);
 /* Give back a block of xp_tl_bounce_alloc(rank, ...) whose request was not sent. */
 void xp_tl_bounce_cancel(int rank, void *buf);
 /* The route's bounce_fill / bounce_read (xp_tl_ops_t): the first n bytes of

@@ -68,12 +68,18 @@ XP_CONFIG_VAR(shm_split_chunk, SIZE, "XP_SHM_SPLIT_CHUNK", "512k", 4096, 1073741
               "chunks of at least 16k (see XP_SHM_SPLIT_MIN)")
 /* clang-format on */
 /* clang-format off */
+XP_CONFIG_VAR(shm_bounce, ENUM, "XP_SHM_BOUNCE", "auto", 0, 0, "auto|on|off",
+              "Whether shm puts and gets above one packet stage their data in bounce blocks "
+              "(XP_SHM_BOUNCE_MAX) or copy once with process_vm_readv/writev; auto: each "
+              "process times both copies once at start (~0.1 ms) and stages where the pinned "
+              "copy costs over 6 memcpys (xpinfo prints the choice)")
 XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
               "Largest shm put or get (above one packet) whose data the side that has it stages "
               "in its shared heap, from where the other side copies it with one memcpy (behind "
               "the stager, above 64k) instead of a process_vm_readv/writev that pins pages; "
               "staged data takes at most a quarter of XP_SHM_HEAP_SIZE at a time, the rest "
-              "(and larger transfers) use process_vm_readv/writev. 0: never")
+              "(and larger transfers) use process_vm_readv/writev. 0: never. Only where "
+              "XP_SHM_BOUNCE is on or auto chooses blocks")
 /* clang-format on */
 /* clang-format off */
 XP_CONFIG_VAR(shm_pair_ring_size, SIZE, "XP_SHM_PAIR_RING_SIZE", "128k", 0, 1073741824, "",

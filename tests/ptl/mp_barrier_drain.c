@@ -8,8 +8,9 @@
  * barrier handles the Portals packets that are in its rings when it
  * completes (util/context.h, runtime_poll_hook), whatever the progress mode
  * and whether the progress thread is awake. Sizes: inline (8 B, 4 KiB), a
- * bounce block (64 KiB) and a pipelined one (1 MiB); 10-100 rounds each,
- * every round a new pattern, so stale bytes from an earlier round fail.
+ * bounce block (64 KiB) and a pipelined one (1 MiB) where XP_SHM_BOUNCE is on,
+ * single copies where off; 10-100 rounds each, every round a new pattern, so
+ * stale bytes from an earlier round fail.
  */
 #include <portals4.h>
 #include <stdint.h>

@@ -95,11 +95,23 @@ static int big_heap(void)
     return xp_config()->shm_heap_size >= BIG_HEAP;
 }
 
+/* The largest put or get whose data we stage for the peer: XP_SHM_BOUNCE_MAX
+ * where XP_SHM_BOUNCE is on (or auto chose blocks in this process), else 0. */
+static size_t bounce_max(void)
+{
+    size_t max = xp_tl_bounce_max(1 - xp_rank());
+    if (xp_config()->shm_bounce == 1 /* on */)
+        XP_CHECK_EQ(max, xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0);
+    if (xp_config()->shm_bounce == 2 /* off */)
+        XP_CHECK_EQ(max, 0);
+    return max;
+}
+
 /* Bounce blocks of 1 MiB the cap holds (check_blocks_back), at most 20. */
 static int blocks_of_mib(void)
 {
     size_t n = xp_config()->shm_heap_size / 4 / (2 * MIB);
-    return xp_config()->shm_bounce_max < MIB ? 0 : n < 20 ? (int)n : 20;
+    return bounce_max() < MIB ? 0 : n < 20 ? (int)n : 20;
 }
 
 /* Puts that go inline (sizes[0]) or through a bounce block (see
@@ -107,7 +119,7 @@ static int blocks_of_mib(void)
  * -1: either (a small heap's cap may be full). */
 static int bounced(int k, int where)
 {
-    size_t max = xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0;
+    size_t max = bounce_max();
     if (k == 0 || where == MD_HEAP || sizes[k] > max || !max)
         return k == 0;
     return big_heap() ? 1 : -1;
@@ -676,7 +688,8 @@ static void die_test(ctx_t *c)
     }
     fprintf(stderr, "rank 1: %d puts landed whole, %d failed with their initiator\n", ok, failed);
     XP_CHECK_EQ(ok + failed, NDIE);
-    if (big_heap() && xp_config()->shm_bounce_max >= 2 * MIB)
+    /* (The initiator's choice; ours is the same where XP_SHM_BOUNCE is on.) */
+    if (big_heap() && xp_config()->shm_bounce == 1 && xp_config()->shm_bounce_max >= 2 * MIB)
         XP_CHECK_EQ(ok, NDIE); /* all bounced */
 }
 

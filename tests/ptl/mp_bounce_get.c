@@ -240,7 +240,7 @@ static void serve(ctx_t *c)
     XP_REQUIRE(xp_barrier() == XP_OK); /* every reply has been copied out */
     void *probe = xp_tl_bounce_alloc(0, 64);
     if (!probe)
-        return; /* no bounce blocks here (XP_SHM_BOUNCE_MAX=0) */
+        return; /* no bounce blocks here (XP_SHM_BOUNCE off, or auto chose none) */
     xp_tl_bounce_fill(0, probe, 64); /* (a writer's last fill) */
     xp_tl_bounce_cancel(0, probe);
     /* Half the cap in blocks of the largest size: fails if the gets' blocks

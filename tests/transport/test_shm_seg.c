@@ -2,8 +2,9 @@
  * Segments between two fork()ed processes, without the runtime: attach by
  * name, unlink once attached (nothing left in /dev/shm), echo packets of every
  * size 0..max through each other's rings with data checks, process_vm_readv/
- * writev of 0 B .. 16 MiB with several iovecs, and a dead peer (killed, not
- * reaped: a zombie) detected by xp_pid_alive.
+ * writev of 0 B .. 16 MiB with several iovecs, the copy probe of
+ * XP_SHM_BOUNCE=auto, and a dead peer (killed, not reaped: a zombie)
+ * detected by xp_pid_alive.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -128,6 +129,34 @@ static void check_iov_copy_in(void)
     XP_CHECK(!memcmp(dst, src, N)); /* the refused copies wrote nothing */
 }
 
+/* The copy probe behind XP_SHM_BOUNCE=auto, and its rule: bounce blocks
+ * where the pinned copy costs over XP_SHM_BOUNCE_RATIO memcpys or is not
+ * allowed; the probe measures both copies of real bytes (positive times),
+ * or reports the pinned one not allowed, and a zero length measures nothing. */
+static void check_copy_probe(void)
+{
+    const double r = XP_SHM_BOUNCE_RATIO;
+    XP_CHECK(xp_shm_bounce_pays(&(xp_shm_copy_probe_t){ .cma_ok = 0 }));
+    XP_CHECK(xp_shm_bounce_pays(&(xp_shm_copy_probe_t){ 1000, 1000 * r + 1, 1 }));
+    XP_CHECK(!xp_shm_bounce_pays(&(xp_shm_copy_probe_t){ 1000, 1000 * r, 1 }));
+    XP_CHECK(!xp_shm_bounce_pays(&(xp_shm_copy_probe_t){ 1000, 2000, 1 }));
+    XP_CHECK(r > 2.0); /* a bounce is two memcpys: never chosen below that */
+    xp_shm_copy_probe_t p;
+    xp_shm_copy_probe(64 << 10, &p);
+    if (p.cma_ok) {
+        XP_CHECK(p.copy_ns > 0 && p.copy_ns < 1e8);
+        XP_CHECK(p.cma_ns > 0 && p.cma_ns < 1e8);
+    } else {
+        fprintf(stderr, "process_vm_readv not allowed here: bounce blocks always pay\n");
+        XP_CHECK(p.copy_ns == 0 && p.cma_ns == 0 && xp_shm_bounce_pays(&p));
+    }
+    fprintf(stderr, "copy probe, 64 KiB: memcpy %.0f ns, process_vm_readv %.0f ns: blocks %s\n",
+            p.copy_ns, p.cma_ns, xp_shm_bounce_pays(&p) ? "pay" : "do not pay");
+    XP_CHECK_EQ(p.len, 64u << 10);
+    xp_shm_copy_probe(0, &p);
+    XP_CHECK(!p.cma_ok && p.copy_ns == 0 && p.cma_ns == 0 && p.len == 0);
+}
+
 static int dev_shm_has(const char *name)
 {
     char path[128];
@@ -178,6 +207,7 @@ int main(void)
 
     check_cma(pid, (unsigned char *)(uintptr_t)remote_big);
     check_iov_copy_in();
+    check_copy_probe();
     push(&b, &cached, 0, "q", 1);
     wait_one(&a.hdr->ring, &rx);
     XP_CHECK(rx.len == 1 && rx.buf[0] == 'k');

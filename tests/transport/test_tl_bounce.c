@@ -445,10 +445,18 @@ int main(int argc, char **argv)
         XP_TEST_SKIP("needs exactly 2 ranks");
     static rx_t rx;
     XP_REQUIRE(xp_tl_init(on_packet, &rx) == XP_OK);
-    /* No heap (XP_SHM_HEAP_SIZE=0): no blocks either. */
-    size_t max = xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0;
     if (!(xp_tl_caps(1 - xp_rank()) & XP_TL_CAP_RMA))
         XP_TEST_SKIP("no RMA route between the ranks");
+    /* No heap (XP_SHM_HEAP_SIZE=0) or XP_SHM_BOUNCE=off: no blocks; on:
+     * XP_SHM_BOUNCE_MAX; auto: either, by what copies cost here. */
+    size_t max = xp_tl_bounce_max(1 - xp_rank());
+    size_t on_max = xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0;
+    if (xp_config()->shm_bounce == 1 /* on */)
+        XP_CHECK_EQ(max, on_max);
+    else
+        XP_CHECK(max == 0 || (xp_config()->shm_bounce == 0 && max == on_max));
+    fprintf(stderr, "rank %d: XP_SHM_BOUNCE=%s, bounce blocks up to %zu bytes\n", xp_rank(),
+            (const char *[]){ "auto", "on", "off" }[xp_config()->shm_bounce], max);
     check_limits(max);
     if (max) {
         /* Without XP_SHM_BOUNCE_MAX=0 the shm route must offer blocks. */

@@ -14,6 +14,7 @@
 #include "util/config.h"
 #include "xportals/build_config.h"
 #ifdef XPINFO_HAVE_TRANSPORTS
+#include "transport/shm_seg.h"
 #include "transport/transport.h"
 #endif
 
@@ -25,6 +26,24 @@ static void usage(FILE *out)
             "                 and help; settings taken from the environment are marked [set]\n"
             "  -h, --help     print this help\n");
 }
+
+#ifdef XPINFO_HAVE_TRANSPORTS
+/* How shm moves a put or get above one packet here (XP_SHM_BOUNCE: auto
+ * runs the same copy probe as each process's shm transport at start). */
+static void print_shm_copies(void)
+{
+    xp_shm_copy_probe_t p = { 0 };
+    size_t max = xp_config()->shm_heap_size ? xp_shm_bounce_limit(&p) : 0;
+    printf("  shm copies:  %s", max ? "bounce blocks of the shared heap up to "
+                                    : "single copy (process_vm_readv/writev)");
+    if (max)
+        printf("%zu bytes, then single copy", max);
+    if (p.len)
+        printf(" (probe of %zu bytes: process_vm_readv %.0f ns%s, memcpy %.0f ns)", p.len,
+               p.cma_ns, p.cma_ok ? "" : " not allowed", p.copy_ns);
+    printf("\n");
+}
+#endif
 
 static void print_build(void)
 {
@@ -38,6 +57,7 @@ static void print_build(void)
     for (const char *const *n = xp_tl_names(); n && *n; n++)
         printf(" %s", *n);
     printf("\n");
+    print_shm_copies();
 #else
     printf("  transports:  (transport layer not built)\n");
 #endif
