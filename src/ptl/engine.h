@@ -111,6 +111,10 @@ typedef struct xp_seg {
 
 /* Largest inline payload towards `rank` (packet size minus header). */
 size_t xp_eng_inline_max(int rank);
+/* Largest put or get payload that goes inline to `rank`: xp_eng_inline_max,
+ * or less where the transport moves larger ones faster otherwise (its
+ * eager_max). Atomics always go inline, up to xp_eng_inline_max. */
+size_t xp_eng_eager_max(int rank);
 /* Send a packet; spins with progress while the peer's ring is full.
  * From the handler (in_handler = 1) a full ring defers the packet instead. */
 xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size_t len,

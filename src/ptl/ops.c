@@ -23,6 +23,13 @@ size_t xp_eng_inline_max(int rank)
     return p > sizeof(xp_pkt_t) ? p - sizeof(xp_pkt_t) : 0;
 }
 
+size_t xp_eng_eager_max(int rank)
+{
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    size_t inl = xp_eng_inline_max(rank);
+    return r && r->eager_max < inl ? r->eager_max : inl;
+}
+
 /* ---------------------------------------------------------------- sending */
 
 /* Hand one engine packet to the transport, its header in the compact wire
@@ -641,6 +648,14 @@ static inline const xp_tl_route_t *inline_route(int rank, size_t length)
                : NULL;
 }
 
+/* The same for put or get data, which may go otherwise above the route's
+ * eager_max (xp_eng_eager_max). */
+static inline const xp_tl_route_t *eager_route(int rank, size_t length)
+{
+    const xp_tl_route_t *r = inline_route(rank, length);
+    return r && length <= r->eager_max ? r : NULL;
+}
+
 /* One store per field, the rest zero (no clear-then-fill of 80 bytes). */
 static inline void pkt_init(xp_pkt_t *h, xp_ptl_state_t *st, xp_pkt_type_t type,
                             const xp_md_t *md, ptl_pt_index_t pt_index,
@@ -783,7 +798,7 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
                                                         ptl_size_t length, void *user_ptr)
 {
     int rma, answer = h->ack_req != PTL_NO_ACK_REQ;
-    size_t inl = xp_eng_inline_max(rank);
+    size_t inl = xp_eng_eager_max(rank);
     xp_status_t rc;
 
     rma = length > inl ||
@@ -836,7 +851,7 @@ put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl
     h.local_offset = local_offset;
     /* A plain (iovec-less, so contiguous) MD and a payload that fits one
      * packet of the route: inline; the rest in put_general. */
-    r = inline_route(rank, length);
+    r = eager_route(rank, length);
     if (!r || md->region.iov)
         return put_general(rank, md, &h, local_offset, length, user_ptr);
     if (answer)
@@ -1134,7 +1149,7 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     h.flags = (uint8_t)flags;
     h.local_offset = off1;
     xp_md_expect(md);
-    if (len1 + len2 <= xp_eng_inline_max(rank)) {
+    if (len1 + len2 <= xp_eng_eager_max(rank)) {
         unsigned char buf[len1 + len2 ? len1 + len2 : 1];
         xp_region_read(&md->region, off1, buf, len1);
         xp_region_read(&md2->region, off2, buf + len1, len2);
@@ -1190,8 +1205,8 @@ get_full(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_size_t local_offset,
     h.local_offset = local_offset;
     /* A reply that fits one packet comes inline: the request is a bare
      * header, sent straight on the route when there is one. */
-    r = inline_route(rank, length);
-    if (!r && length > xp_eng_inline_max(rank)) {
+    r = eager_route(rank, length);
+    if (!r && length > xp_eng_eager_max(rank)) {
         n = rma_segs("PtlGet", rank, md, local_offset, length, &h, segs);
         if (n < 0)
             return -n; /* the Portals error code */

@@ -319,6 +319,22 @@ static void shm_tl_close(xp_tl_t *tl)
     free(s);
 }
 
+/* Above this payload a put or get goes by single copy rather than through
+ * the rings, where XP_SHM_BOUNCE=auto chose single copies: on the Intel VM
+ * of round 15 a ping-pong of 2 KiB took 1.1-1.2 us in packets and 1.6 by
+ * single copy, 4 KiB 1.55 both ways, 8 KiB 2.7 against 1.7, 16 KiB 4.9
+ * against 2.0 (docs/performance-notes.md). */
+#define AUTO_EAGER_MAX 4096u
+
+/* XP_SHM_EAGER_MAX resolved: SIZE_MAX for "whatever fits a packet". */
+static size_t eager_limit(const shm_tl_t *s)
+{
+    size_t v = xp_config()->shm_eager_max;
+    if (v)
+        return v;
+    return s->bounce.single_pays ? AUTO_EAGER_MAX : SIZE_MAX;
+}
+
 static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
 {
     if (!xp_initialized())
@@ -345,6 +361,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
     create_heap(s);
     xp_shm_bounce_init(s);
+    s->eager_max = eager_limit(s);
     create_pair(s);
     s->asym = xp_config()->shm_asym_fence && xp_membarrier_register();
     if (st == XP_OK && s->asym)
@@ -720,6 +737,13 @@ static uint32_t shm_peer_caps(xp_tl_t *tl, int rank)
     return ((shm_tl_t *)tl)->peers[rank].caps;
 }
 
+/* Larger payloads need another way than packets: RMA to that peer. */
+static size_t shm_eager_max(xp_tl_t *tl, int rank)
+{
+    const shm_tl_t *s = (const shm_tl_t *)tl;
+    return s->peers[rank].caps & XP_TL_CAP_RMA ? s->eager_max : SIZE_MAX;
+}
+
 /* The request lane's state: its owner thread fills it in place once
  * shm_send has announced it (ip.owner); before that, and for every other
  * thread, the in-place reserve says no and shm_send takes the packet. */
@@ -775,4 +799,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .bounce_fill = xp_shm_bounce_fill,
     .bounce_read = xp_shm_bounce_read,
     .bounce_max = xp_shm_bounce_max,
+    .eager_max = shm_eager_max,
 };

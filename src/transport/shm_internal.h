@@ -71,6 +71,7 @@ typedef struct xp_shm_bounce_blk {
 typedef struct xp_shm_bounce {
     pthread_mutex_t lock;
     size_t max;            /* XP_SHM_BOUNCE_MAX; 0: no bounce blocks (XP_SHM_BOUNCE) */
+    int single_pays;       /* XP_SHM_BOUNCE=auto's probe chose single copies */
     size_t cap, bytes;     /* most heap bytes outstanding; now */
     xp_shm_bounce_blk_t *list; /* the blocks, oldest first, from head to tail */
     uint32_t head, tail;   /* positions in list (modulo its size) */
@@ -86,6 +87,7 @@ typedef struct shm_tl {
     uint32_t split_gen;    /* last generation of our split area */
     size_t split_min;      /* XP_SHM_SPLIT_MIN; 0 when oversubscribed */
     size_t split_chunk;    /* XP_SHM_SPLIT_CHUNK */
+    size_t eager_max;      /* XP_SHM_EAGER_MAX, resolved (SIZE_MAX: a whole packet) */
     xp_shm_seg_t own;
     xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
     xp_shm_bounce_t bounce; /* blocks of heap staged for peers (shm_bounce.c) */

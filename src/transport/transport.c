@@ -142,6 +142,7 @@ static void build_routes(struct xp_tl_state *st)
                 .send_excl = OPS_HAS(ops, send_excl) ? ops->send_excl : ops->send,
                 .tl = tl,
                 .max_packet = ops->max_packet,
+                .eager_max = OPS_HAS(ops, eager_max) ? ops->eager_max(tl, r) : SIZE_MAX,
                 .caps = OPS_HAS(ops, peer_caps) ? ops->peer_caps(tl, r) : ops->caps,
                 .ops = ops,
                 .inplace = OPS_HAS(ops, inplace) ? ops->inplace(tl, r) : NULL,

@@ -156,6 +156,11 @@ typedef struct xp_tl_ops {
      * transport may choose at open by what copies cost (shm:
      * XP_SHM_BOUNCE). NULL: 0. */
     size_t (*bounce_max)(xp_tl_t *tl);
+    /* The largest put or get payload worth a packet to rank; a larger one
+     * (that still fits a packet) moves faster by RMA or a bounce block here
+     * (shm: XP_SHM_EAGER_MAX). Asked once per route. NULL: SIZE_MAX, every
+     * payload that fits a packet. */
+    size_t (*eager_max)(xp_tl_t *tl, int rank);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -170,6 +175,7 @@ typedef struct xp_tl_route {
     xp_tl_send_fn send_excl; /* ops->send_excl, or ops->send when it has none */
     xp_tl_t *tl;
     size_t max_packet;       /* largest hdr_len + data_len */
+    size_t eager_max;        /* ops->eager_max's (SIZE_MAX: none) */
     uint32_t caps;           /* XP_TL_CAP_* towards this peer */
     const xp_tl_ops_t *ops;
     xp_tl_inplace_t *inplace; /* ops->inplace's, NULL: none (transport/inplace.h) */

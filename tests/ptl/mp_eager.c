@@ -1,0 +1,202 @@
+/*
+ * mp_eager - the shm route's eager limit (XP_SHM_EAGER_MAX): puts and gets
+ * up to it go inline in packets, larger ones (that would still fit a
+ * packet) by single copy or bounce block. 2 ranks.
+ *
+ * Rank 0 puts, with an acknowledgement, sizes around the limit and around
+ * a packet from a contiguous MD and from an iovec MD, and gets the same
+ * sizes back. The engine's SEND event tells the path (the spec leaves its
+ * mlength open): 0 for an inline or bounce put, the length for a single
+ * copy (posted from the ACK). Where XP_SHM_BOUNCE is off, so is every put
+ * above the limit a single copy; where it is auto the test checks the path
+ * only when this process chose no bounce blocks. Every byte lands (checked
+ * at the target) and comes back (checked at the initiator), with the bytes
+ * around untouched; a put of 0 bytes too.
+ */
+#include <portals4.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptl/engine.h"
+#include "transport/transport.h"
+#include "util/config.h"
+#include "xp_test.h"
+#include "xportals/xp.h"
+
+#define PT 4
+#define BUF (256u << 10)
+#define SLOT (80u << 10) /* room per size at the target */
+#define WAIT_MS 5000
+#define NSEG 3
+
+static size_t sizes[16];
+static int nsizes;
+
+static unsigned char byte_of(size_t k, size_t i)
+{
+    return (unsigned char)(i * 29u + k * 7u + 1u);
+}
+
+/* Sizes around the limit, around one packet, and a few beyond. */
+static void pick_sizes(size_t eager, size_t inl)
+{
+    const size_t want[] = {0, 1, eager - 1, eager, eager + 1, 2 * eager + 3, inl - 1, inl,
+                           inl + 1, 64u << 10};
+    nsizes = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int dup = want[i] > SLOT;
+        for (int j = 0; j < nsizes; j++)
+            dup |= sizes[j] == want[i];
+        if (!dup)
+            sizes[nsizes++] = want[i];
+    }
+}
+
+static ptl_event_t next_event(ptl_handle_eq_t eq, const char *what)
+{
+    ptl_event_t ev;
+    unsigned which;
+    int rc = PtlEQPoll(&eq, 1, WAIT_MS, &ev, &which);
+    if (rc != PTL_OK)
+        fprintf(stderr, "rank %d: %s: PtlEQPoll rc %d\n", xp_rank(), what, rc);
+    XP_REQUIRE(rc == PTL_OK);
+    return ev;
+}
+
+/* buf[0, n) is size k's pattern; the bytes just around it are zero. */
+static void check_bytes(const unsigned char *buf, size_t n, size_t k, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != byte_of(k, i)) {
+            fprintf(stderr, "%s of %zu bytes: byte %zu is %u\n", what, n, i, buf[i]);
+            XP_CHECK(0);
+            return;
+        }
+    XP_CHECK_EQ(buf[-1], 0);
+    XP_CHECK_EQ(buf[n], 0);
+}
+
+/* Whether this process's put of n bytes must be a single copy (1), inline
+ * (0), or either (-1: bounce blocks may take it). */
+static int single_copy(size_t n, size_t eager)
+{
+    if (n <= eager)
+        return 0;
+    return xp_tl_bounce_max(1) == 0 ? 1 : -1;
+}
+
+static void put_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *src, int iov,
+                    size_t eager)
+{
+    ptl_iovec_t v[NSEG] = {{src, 5}, {src + 5, 4000}, {src + 4005, BUF - 4005}};
+    ptl_md_t md = {.start = iov ? (void *)v : src, .length = iov ? NSEG : BUF,
+                   .options = iov ? PTL_IOVEC : 0, .eq_handle = eq, .ct_handle = PTL_CT_NONE};
+    ptl_handle_md_t h;
+    ptl_process_t peer = {.rank = 1};
+    XP_REQUIRE(PtlMDBind(ni, &md, &h) == PTL_OK);
+    for (int k = 0; k < nsizes; k++) {
+        for (size_t i = 0; i < sizes[k]; i++)
+            src[i] = byte_of((size_t)k, i);
+        XP_CHECK_EQ(PtlPut(h, 0, sizes[k], PTL_ACK_REQ, peer, PT, 0, (ptl_size_t)k * SLOT,
+                           (void *)(uintptr_t)(k + 1), 0),
+                    PTL_OK);
+        ptl_event_t ev = next_event(eq, "SEND");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        int want = single_copy(sizes[k], eager);
+        if (want >= 0 && ev.mlength != (want ? sizes[k] : 0)) {
+            fprintf(stderr, "put of %zu bytes (eager %zu, iovec %d): SEND mlength %llu\n",
+                    sizes[k], eager, iov, (unsigned long long)ev.mlength);
+            XP_CHECK(0);
+        }
+        ev = next_event(eq, "ACK");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        XP_CHECK_EQ(ev.mlength, sizes[k]);
+    }
+    XP_CHECK_EQ(PtlMDRelease(h), PTL_OK);
+}
+
+static void get_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *dst)
+{
+    ptl_md_t md = {.start = dst, .length = BUF, .eq_handle = eq, .ct_handle = PTL_CT_NONE};
+    ptl_handle_md_t h;
+    ptl_process_t peer = {.rank = 1};
+    XP_REQUIRE(PtlMDBind(ni, &md, &h) == PTL_OK);
+    for (int k = 0; k < nsizes; k++) {
+        memset(dst, 0, BUF);
+        XP_CHECK_EQ(PtlGet(h, 1, sizes[k], peer, PT, 0, (ptl_size_t)k * SLOT, NULL), PTL_OK);
+        ptl_event_t ev = next_event(eq, "REPLY");
+        XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
+        XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+        XP_CHECK_EQ(ev.mlength, sizes[k]);
+        check_bytes(dst + 1, sizes[k], (size_t)k, "get");
+    }
+    XP_CHECK_EQ(PtlMDRelease(h), PTL_OK);
+}
+
+int main(int argc, char **argv)
+{
+    XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
+    if (xp_size() != 2)
+        XP_TEST_SKIP("needs exactly 2 ranks");
+    ptl_handle_ni_t ni;
+    ptl_handle_eq_t eq;
+    XP_REQUIRE(PtlInit() == PTL_OK);
+    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
+                         NULL, NULL, &ni) == PTL_OK);
+    XP_REQUIRE(PtlEQAlloc(ni, 64, &eq) == PTL_OK);
+    if (!(xp_tl_caps(1 - xp_rank()) & XP_TL_CAP_RMA))
+        XP_TEST_SKIP("no RMA route between the ranks");
+    size_t eager = xp_eng_eager_max(1 - xp_rank()), inl = xp_eng_inline_max(1 - xp_rank());
+    size_t set = xp_config()->shm_eager_max;
+    XP_CHECK(eager <= inl);
+    if (set)
+        XP_CHECK_EQ(eager, set < inl ? set : inl);
+    else if (xp_config()->shm_bounce != 0 /* not auto */)
+        XP_CHECK_EQ(eager, inl);
+    fprintf(stderr, "rank %d: eager limit %zu, packet payload %zu, bounce blocks up to %zu\n",
+            xp_rank(), eager, inl, xp_tl_bounce_max(1 - xp_rank()));
+    pick_sizes(eager, inl);
+    unsigned char *buf = calloc(1, (size_t)nsizes * SLOT + 2);
+    XP_REQUIRE(buf != NULL);
+    if (xp_rank() == 1) {
+        ptl_pt_index_t got;
+        ptl_handle_le_t le;
+        XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &got) == PTL_OK);
+        ptl_le_t e = {.start = buf + 1, .length = (ptl_size_t)nsizes * SLOT,
+                      .ct_handle = PTL_CT_NONE, .uid = PTL_UID_ANY,
+                      .options = PTL_LE_OP_PUT | PTL_LE_OP_GET};
+        XP_REQUIRE(PtlLEAppend(ni, PT, &e, PTL_PRIORITY_LIST, NULL, &le) == PTL_OK);
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (xp_rank() == 0) {
+        unsigned char *src = calloc(1, BUF);
+        XP_REQUIRE(src != NULL);
+        put_all(ni, eq, src, 0, eager);
+        XP_REQUIRE(xp_barrier() == XP_OK); /* the target checks, clears */
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        put_all(ni, eq, src, 1, eager);
+        XP_REQUIRE(xp_barrier() == XP_OK); /* the target checks */
+        get_all(ni, eq, src);
+        free(src);
+    } else {
+        for (int round = 0; round < 2; round++) {
+            XP_REQUIRE(xp_barrier() == XP_OK);
+            for (int k = 0; k < nsizes; k++) {
+                check_bytes(buf + 1 + (size_t)k * SLOT, sizes[k], (size_t)k,
+                            round ? "put from an iovec" : "put");
+                if (round == 0)
+                    memset(buf + 1 + (size_t)k * SLOT, 0, sizes[k]);
+            }
+            if (round == 0)
+                XP_REQUIRE(xp_barrier() == XP_OK);
+        }
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    free(buf);
+    PtlNIFini(ni);
+    PtlFini();
+    return xp_test_result();
+}
