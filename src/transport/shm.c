@@ -320,7 +320,7 @@ static void shm_tl_close(xp_tl_t *tl)
 }
 
 /* Above this payload a put or get goes by single copy rather than through
- * the rings, where XP_SHM_BOUNCE=auto chose single copies: on the Intel VM
+ * the rings, where single copies were chosen (XP_SHM_BOUNCE): on the Intel VM
  * of round 15 a ping-pong of 2 KiB took 1.1-1.2 us in packets and 1.6 by
  * single copy, 4 KiB 1.55 both ways, 8 KiB 2.7 against 1.7, 16 KiB 4.9
  * against 2.0 (docs/performance-notes.md). */
@@ -332,7 +332,7 @@ static size_t eager_limit(const shm_tl_t *s)
     size_t v = xp_config()->shm_eager_max;
     if (v)
         return v;
-    return s->bounce.single_pays ? AUTO_EAGER_MAX : SIZE_MAX;
+    return s->bounce.single ? AUTO_EAGER_MAX : SIZE_MAX;
 }
 
 static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)

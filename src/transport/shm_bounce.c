@@ -51,28 +51,29 @@ enum { W_DONE, W_COOKIE, W_FILL, W_LEN };
  * the reader's CPU (an oversubscribed node). */
 #define FILL_SPINS 256
 
-/* XP_SHM_BOUNCE_MAX, or 0 where bounce blocks are off or do not pay here
- * (XP_SHM_BOUNCE; its probe is not run without a heap or a peer to stage
- * for); *single_pays: the probe ran and chose single copies. */
-static size_t bounce_limit(const shm_tl_t *s, int *single_pays)
+/* XP_SHM_BOUNCE_MAX, or 0 where bounce blocks are off, do not pay here
+ * (XP_SHM_BOUNCE; its probe is not run without a peer) or have no heap;
+ * *single: single copies were chosen (off, or the probe's choice). */
+static size_t bounce_limit(const shm_tl_t *s, int *single)
 {
-    *single_pays = 0;
-    if (!s->heap.base || s->size < 2)
+    *single = xp_config()->shm_bounce == 2 /* off */;
+    if (s->size < 2)
         return 0;
     xp_shm_copy_probe_t p;
     size_t max = xp_shm_bounce_limit(&p);
-    *single_pays = p.len && !max;
+    if (p.len && !xp_shm_bounce_pays(&p))
+        *single = 1;
     if (p.len)
         xp_info("shm: bounce blocks %s (%zu bytes: process_vm_readv %.0f ns%s, memcpy %.0f ns)",
                 max ? "on" : "off", p.len, p.cma_ns, p.cma_ok ? "" : " (not allowed)", p.copy_ns);
-    return max;
+    return s->heap.base ? max : 0;
 }
 
 void xp_shm_bounce_init(shm_tl_t *s)
 {
     xp_shm_bounce_t *b = &s->bounce;
     pthread_mutex_init(&b->lock, NULL);
-    b->max = bounce_limit(s, &b->single_pays);
+    b->max = bounce_limit(s, &b->single);
     b->cap = s->heap.size / BOUNCE_CAP_DIV;
     if (b->max && !(b->list = calloc(BOUNCE_LIST, sizeof(*b->list))))
         b->max = 0;

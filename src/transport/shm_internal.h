@@ -71,7 +71,7 @@ typedef struct xp_shm_bounce_blk {
 typedef struct xp_shm_bounce {
     pthread_mutex_t lock;
     size_t max;            /* XP_SHM_BOUNCE_MAX; 0: no bounce blocks (XP_SHM_BOUNCE) */
-    int single_pays;       /* XP_SHM_BOUNCE=auto's probe chose single copies */
+    int single;            /* single copies chosen: XP_SHM_BOUNCE off, or auto's probe */
     size_t cap, bytes;     /* most heap bytes outstanding; now */
     xp_shm_bounce_blk_t *list; /* the blocks, oldest first, from head to tail */
     uint32_t head, tail;   /* positions in list (modulo its size) */

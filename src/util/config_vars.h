@@ -70,14 +70,16 @@ XP_CONFIG_VAR(shm_split_chunk, SIZE, "XP_SHM_SPLIT_CHUNK", "512k", 4096, 1073741
 /* clang-format off */
 XP_CONFIG_VAR(shm_bounce, ENUM, "XP_SHM_BOUNCE", "auto", 0, 0, "auto|on|off",
               "Whether shm puts and gets above one packet stage their data in bounce blocks "
-              "(XP_SHM_BOUNCE_MAX) or copy once with process_vm_readv/writev; auto: each "
-              "process times both copies once at start (~0.1 ms) and stages where the pinned "
-              "copy costs over 6 memcpys (xpinfo prints the choice)")
+              "(on, up to XP_SHM_BOUNCE_MAX) or copy once with process_vm_readv/writev (off: "
+              "single copies above XP_SHM_EAGER_MAX, and large copies from a peer's shared heap "
+              "shared by both CPUs); auto: each process times both copies once at start "
+              "(~0.1 ms) and stages where the pinned copy costs over 6 memcpys (xpinfo prints "
+              "the choice)")
 XP_CONFIG_VAR(shm_eager_max, SIZE, "XP_SHM_EAGER_MAX", "0", 0, 1073741824, "",
               "Largest shm put or get payload sent inline in ring packets (at most one packet, "
               "32k less a header); larger ones go by bounce block or single copy. 0: auto: 4k "
-              "where XP_SHM_BOUNCE=auto chose single copies (their pinning is cheap here, and "
-              "two copies through the rings cost more above ~4 KiB), else a whole packet")
+              "where single copies were chosen (XP_SHM_BOUNCE off, or auto found their pinning "
+              "cheap: two copies through the rings cost more above ~4 KiB), else a whole packet")
 XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
               "Largest shm put or get (above one packet) whose data the side that has it stages "
               "in its shared heap, from where the other side copies it with one memcpy (behind "

@@ -9,7 +9,9 @@
  * mlength open): 0 for an inline or bounce put, the length for a single
  * copy (posted from the ACK). Where XP_SHM_BOUNCE is off, so is every put
  * above the limit a single copy; where it is auto the test checks the path
- * only when this process chose no bounce blocks. Every byte lands (checked
+ * only when this process chose no bounce blocks. The limit itself: the
+ * setting, else 4 KiB where single copies were chosen (XP_SHM_BOUNCE=off),
+ * a whole packet where bounce blocks were (on). Every byte lands (checked
  * at the target) and comes back (checked at the initiator), with the bytes
  * around untouched; a put of 0 bytes too.
  */
@@ -154,8 +156,10 @@ int main(int argc, char **argv)
     XP_CHECK(eager <= inl);
     if (set)
         XP_CHECK_EQ(eager, set < inl ? set : inl);
-    else if (xp_config()->shm_bounce != 0 /* not auto */)
+    else if (xp_config()->shm_bounce == 1 /* on: no single copies chosen */)
         XP_CHECK_EQ(eager, inl);
+    else if (xp_config()->shm_bounce == 2 /* off: single copies */)
+        XP_CHECK_EQ(eager, inl < 4096 ? inl : 4096);
     fprintf(stderr, "rank %d: eager limit %zu, packet payload %zu, bounce blocks up to %zu\n",
             xp_rank(), eager, inl, xp_tl_bounce_max(1 - xp_rank()));
     pick_sizes(eager, inl);

@@ -32,12 +32,18 @@ static void usage(FILE *out)
  * runs the same copy probe as each process's shm transport at start). */
 static void print_shm_copies(void)
 {
-    xp_shm_copy_probe_t p = { 0 };
-    size_t max = xp_config()->shm_heap_size ? xp_shm_bounce_limit(&p) : 0;
-    printf("  shm copies:  %s", max ? "bounce blocks of the shared heap up to "
-                                    : "single copy (process_vm_readv/writev)");
-    if (max)
-        printf("%zu bytes, then single copy", max);
+    const xp_config_t *c = xp_config();
+    xp_shm_copy_probe_t p;
+    size_t max = xp_shm_bounce_limit(&p);
+    int single = c->shm_bounce == 2 /* off */ || (p.len && !xp_shm_bounce_pays(&p));
+    if (max && c->shm_heap_size)
+        printf("  shm copies:  bounce blocks of the shared heap up to %zu bytes, then single copy",
+               max);
+    else if (single)
+        printf("  shm copies:  single copy above %zu bytes (XP_SHM_EAGER_MAX)",
+               c->shm_eager_max ? c->shm_eager_max : (size_t)4096);
+    else
+        printf("  shm copies:  single copy above one packet");
     if (p.len)
         printf(" (probe of %zu bytes: process_vm_readv %.0f ns%s, memcpy %.0f ns)", p.len,
                p.cma_ns, p.cma_ok ? "" : " not allowed", p.copy_ns);
