@@ -498,6 +498,10 @@ fi
 
 note "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 note "xportals: ${prefix:-not found} $([ -x "${prefix:-/nonexistent}/bin/xpinfo" ] && "$prefix/bin/xpinfo" 2>/dev/null | head -1)"
+# How Xportals moves mid-size shm transfers here (XP_SHM_BOUNCE=auto decides
+# per machine: bounce blocks or single copies).
+[ -x "${prefix:-/nonexistent}/bin/xpinfo" ] &&
+  note "xportals$("$prefix/bin/xpinfo" 2>/dev/null | grep -m1 'shm copies:' | sed 's/^ *shm copies: */ shm copies: /')"
 command -v mpichversion >/dev/null && note "mpich: $(mpichversion 2>/dev/null | head -1 | sed 's/^[^:]*:\s*//') ($(mpichversion 2>/dev/null | grep -i '^MPICH Device' | sed 's/^[^:]*:\s*//'))"
 command -v mpirun.openmpi >/dev/null && note "openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1)"
 command -v ucx_info >/dev/null && note "ucx: $(ucx_info -v 2>/dev/null | head -1 | sed 's/^# //')"
