@@ -28,6 +28,7 @@
 #include "transport/transport.h"
 #include "util/config.h"
 #include "test_offsets.h"
+#include "test_events.h"
 #include "xp_test.h"
 #include "xportals/shmem.h"
 #include "xportals/xp.h"
@@ -130,17 +131,6 @@ static void *tag(int k)
     return (void *)(uintptr_t)(k + 1);
 }
 
-static ptl_event_t next_event(ptl_handle_eq_t eq, const char *what)
-{
-    ptl_event_t ev;
-    unsigned which;
-    int rc = PtlEQPoll(&eq, 1, WAIT_MS, &ev, &which);
-    if (rc != PTL_OK)
-        fprintf(stderr, "rank %d: %s: PtlEQPoll rc %d\n", xp_rank(), what, rc);
-    XP_REQUIRE(rc == PTL_OK);
-    return ev;
-}
-
 static void expect_no_event(ptl_handle_eq_t eq)
 {
     ptl_event_t ev;
@@ -225,7 +215,7 @@ static void target_sizes(ctx_t *c, const char *what)
 {
     int seen[NSIZES] = {0};
     for (int n = 0; n < NSIZES; n++) {
-        ptl_event_t ev = next_event(c->eq, what);
+        ptl_event_t ev = xp_test_next_event(c->eq, what);
         int k = 0;
         while (k < NSIZES - 1 && roff_of(k) != ev.remote_offset)
             k++;
@@ -249,7 +239,7 @@ static void target_short(ctx_t *c)
 {
     static const size_t roff[] = {0, 1000};
     for (int k = 0; k < 2; k++) {
-        ptl_event_t ev = next_event(c->eq, "truncated put");
+        ptl_event_t ev = xp_test_next_event(c->eq, "truncated put");
         XP_CHECK_EQ(ev.type, PTL_EVENT_PUT);
         XP_CHECK_EQ(ev.rlength, MIB);
         XP_CHECK_EQ(ev.mlength, SHORT_LEN - roff[k]);
@@ -290,7 +280,7 @@ static void put_sizes(ctx_t *c, int where, ptl_ack_req_t ack)
     int sent[NSIZES] = {0}, acked[NSIZES] = {0};
     int want = ack == PTL_ACK_REQ ? 2 * NSIZES : NSIZES;
     for (int n = 0; n < want; n++) {
-        ptl_event_t ev = next_event(c->eq, "put");
+        ptl_event_t ev = xp_test_next_event(c->eq, "put");
         int k = (int)((uintptr_t)ev.user_ptr - 1);
         XP_REQUIRE(k >= 0 && k < NSIZES);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
@@ -328,9 +318,9 @@ static void put_short(ctx_t *c)
     for (int k = 0; k < 2; k++) {
         XP_CHECK_EQ(PtlPut(md, loff[k], MIB, PTL_ACK_REQ, c->peer, PT_SHORT, 0, roff[k], tag(k), 0),
                     PTL_OK);
-        ptl_event_t ev = next_event(c->eq, "truncated SEND");
+        ptl_event_t ev = xp_test_next_event(c->eq, "truncated SEND");
         XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
-        ev = next_event(c->eq, "truncated ACK");
+        ev = xp_test_next_event(c->eq, "truncated ACK");
         XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
         XP_CHECK_EQ(ev.mlength, SHORT_LEN - roff[k]);
@@ -347,9 +337,9 @@ static void put_dropped(ctx_t *c, ptl_pt_index_t pt, ptl_ni_fail_t fail)
     for (int k = 0; k < NDROP; k++) {
         XP_CHECK_EQ(PtlPut(md, (size_t)k * 4099, MIB, PTL_ACK_REQ, c->peer, pt, 0, 0, tag(0), 0),
                     PTL_OK);
-        ptl_event_t ev = next_event(c->eq, "dropped SEND");
+        ptl_event_t ev = xp_test_next_event(c->eq, "dropped SEND");
         XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
-        ev = next_event(c->eq, "dropped ACK");
+        ev = xp_test_next_event(c->eq, "dropped ACK");
         XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
         if (ev.ni_fail_type != fail)
             fprintf(stderr, "put to PT %u: ACK fail type %d, want %d\n", pt, ev.ni_fail_type, fail);
@@ -434,7 +424,7 @@ static void put_threads(ctx_t *c)
 static void target_threads(ctx_t *c)
 {
     for (int n = 0; n < NTHREADS * PER_THREAD; n++) {
-        ptl_event_t ev = next_event(c->eq, "threads' put");
+        ptl_event_t ev = xp_test_next_event(c->eq, "threads' put");
         XP_CHECK_EQ(ev.type, PTL_EVENT_PUT);
         XP_CHECK_EQ(ev.mlength, ev.rlength);
     }
@@ -461,7 +451,7 @@ static int size_at(ptl_size_t off)
 static void target_gets(ctx_t *c)
 {
     for (int n = 0; n < NSIZES; n++) {
-        ptl_event_t ev = next_event(c->eq, "get served");
+        ptl_event_t ev = xp_test_next_event(c->eq, "get served");
         int k = size_at(ev.remote_offset);
         XP_CHECK_EQ(ev.type, PTL_EVENT_GET);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
@@ -483,7 +473,7 @@ static void get_sizes(ctx_t *c, int where)
                     PTL_OK);
     int replied[NSIZES] = {0};
     for (int n = 0; n < NSIZES; n++) {
-        ptl_event_t ev = next_event(c->eq, "reply");
+        ptl_event_t ev = xp_test_next_event(c->eq, "reply");
         int k = (int)((uintptr_t)ev.user_ptr - 1);
         XP_REQUIRE(k >= 0 && k < NSIZES);
         XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
@@ -508,7 +498,7 @@ static void get_short_many(ctx_t *c)
     ptl_handle_md_t md = bind(c, MD_GDST, c->ct, c->eq);
     memset(c->gdst, 0, BUF);
     XP_CHECK_EQ(PtlGet(md, 5, MIB, c->peer, PT_GSHORT, 0, 1000, tag(0)), PTL_OK);
-    ptl_event_t ev = next_event(c->eq, "truncated reply");
+    ptl_event_t ev = xp_test_next_event(c->eq, "truncated reply");
     XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
     XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
     XP_CHECK_EQ(ev.mlength, SHORT_LEN - 1000);
@@ -522,7 +512,7 @@ static void get_short_many(ctx_t *c)
     for (int k = 0; k < NGETS; k++) {
         size_t off = (size_t)k * 4099;
         XP_CHECK_EQ(PtlGet(md, off, MIB, c->peer, PT_GET, 0, off + 1, tag(k)), PTL_OK);
-        ev = next_event(c->eq, "reply of many");
+        ev = xp_test_next_event(c->eq, "reply of many");
         XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
         XP_CHECK_EQ(ev.mlength, MIB);
@@ -540,12 +530,12 @@ static void get_short_many(ctx_t *c)
 
 static void target_get_short_many(ctx_t *c)
 {
-    ptl_event_t ev = next_event(c->eq, "truncated get served");
+    ptl_event_t ev = xp_test_next_event(c->eq, "truncated get served");
     XP_CHECK_EQ(ev.type, PTL_EVENT_GET);
     XP_CHECK_EQ(ev.mlength, SHORT_LEN - 1000);
     XP_CHECK_EQ(ev.rlength, MIB);
     for (int k = 0; k < NGETS; k++) {
-        ev = next_event(c->eq, "get of many served");
+        ev = xp_test_next_event(c->eq, "get of many served");
         XP_CHECK_EQ(ev.type, PTL_EVENT_GET);
         XP_CHECK_EQ(ev.mlength, MIB);
     }

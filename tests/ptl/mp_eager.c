@@ -23,13 +23,13 @@
 #include "ptl/engine.h"
 #include "transport/transport.h"
 #include "util/config.h"
+#include "test_events.h"
 #include "xp_test.h"
 #include "xportals/xp.h"
 
 #define PT 4
 #define BUF (256u << 10)
 #define SLOT (80u << 10) /* room per size at the target */
-#define WAIT_MS 5000
 #define NSEG 3
 
 static size_t sizes[16];
@@ -53,17 +53,6 @@ static void pick_sizes(size_t eager, size_t inl)
         if (!dup)
             sizes[nsizes++] = want[i];
     }
-}
-
-static ptl_event_t next_event(ptl_handle_eq_t eq, const char *what)
-{
-    ptl_event_t ev;
-    unsigned which;
-    int rc = PtlEQPoll(&eq, 1, WAIT_MS, &ev, &which);
-    if (rc != PTL_OK)
-        fprintf(stderr, "rank %d: %s: PtlEQPoll rc %d\n", xp_rank(), what, rc);
-    XP_REQUIRE(rc == PTL_OK);
-    return ev;
 }
 
 /* buf[0, n) is size k's pattern; the bytes just around it are zero. */
@@ -103,7 +92,7 @@ static void put_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *src, 
         XP_CHECK_EQ(PtlPut(h, 0, sizes[k], PTL_ACK_REQ, peer, PT, 0, (ptl_size_t)k * SLOT,
                            (void *)(uintptr_t)(k + 1), 0),
                     PTL_OK);
-        ptl_event_t ev = next_event(eq, "SEND");
+        ptl_event_t ev = xp_test_next_event(eq, "SEND");
         XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
         int want = single_copy(sizes[k], eager);
@@ -112,7 +101,7 @@ static void put_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *src, 
                     sizes[k], eager, iov, (unsigned long long)ev.mlength);
             XP_CHECK(0);
         }
-        ev = next_event(eq, "ACK");
+        ev = xp_test_next_event(eq, "ACK");
         XP_CHECK_EQ(ev.type, PTL_EVENT_ACK);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
         XP_CHECK_EQ(ev.mlength, sizes[k]);
@@ -129,7 +118,7 @@ static void get_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *dst)
     for (int k = 0; k < nsizes; k++) {
         memset(dst, 0, BUF);
         XP_CHECK_EQ(PtlGet(h, 1, sizes[k], peer, PT, 0, (ptl_size_t)k * SLOT, NULL), PTL_OK);
-        ptl_event_t ev = next_event(eq, "REPLY");
+        ptl_event_t ev = xp_test_next_event(eq, "REPLY");
         XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
         XP_CHECK_EQ(ev.mlength, sizes[k]);
