@@ -13,7 +13,9 @@
  * setting, else 4 KiB where single copies were chosen (XP_SHM_BOUNCE=off),
  * a whole packet where bounce blocks were (on). Every byte lands (checked
  * at the target) and comes back (checked at the initiator), with the bytes
- * around untouched; a put of 0 bytes too.
+ * around untouched; a put of 0 bytes too. A PTL_MD_VOLATILE MD's puts up to
+ * max_volatile_size go inline whatever the limit: its buffer is overwritten
+ * as soon as PtlPut returns, and the target must see what it held then.
  */
 #include <portals4.h>
 #include <stdint.h>
@@ -77,12 +79,19 @@ static int single_copy(size_t n, size_t eager)
     return xp_tl_bounce_max(1) == 0 ? 1 : -1;
 }
 
-static void put_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *src, int iov,
-                    size_t eager)
+/* How put_all's MD lies: contiguous, an iovec, or contiguous and
+ * PTL_MD_VOLATILE (its buffer is overwritten as soon as PtlPut returns:
+ * up to max_volatile_size the put must carry the bytes it had then). */
+enum { MD_PLAIN, MD_IOV, MD_VOLATILE };
+
+static void put_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *src, int kind,
+                    size_t eager, size_t volatile_max)
 {
+    int iov = kind == MD_IOV;
     ptl_iovec_t v[NSEG] = {{src, 5}, {src + 5, 4000}, {src + 4005, BUF - 4005}};
     ptl_md_t md = {.start = iov ? (void *)v : src, .length = iov ? NSEG : BUF,
-                   .options = iov ? PTL_IOVEC : 0, .eq_handle = eq, .ct_handle = PTL_CT_NONE};
+                   .options = iov ? PTL_IOVEC : kind == MD_VOLATILE ? PTL_MD_VOLATILE : 0,
+                   .eq_handle = eq, .ct_handle = PTL_CT_NONE};
     ptl_handle_md_t h;
     ptl_process_t peer = {.rank = 1};
     XP_REQUIRE(PtlMDBind(ni, &md, &h) == PTL_OK);
@@ -92,13 +101,16 @@ static void put_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *src, 
         XP_CHECK_EQ(PtlPut(h, 0, sizes[k], PTL_ACK_REQ, peer, PT, 0, (ptl_size_t)k * SLOT,
                            (void *)(uintptr_t)(k + 1), 0),
                     PTL_OK);
+        int vol = kind == MD_VOLATILE && sizes[k] <= volatile_max;
+        if (vol)
+            memset(src, 0xee, sizes[k]); /* at once: the put has its bytes */
         ptl_event_t ev = xp_test_next_event(eq, "SEND");
         XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
         XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
-        int want = single_copy(sizes[k], eager);
+        int want = vol ? 0 : single_copy(sizes[k], eager);
         if (want >= 0 && ev.mlength != (want ? sizes[k] : 0)) {
-            fprintf(stderr, "put of %zu bytes (eager %zu, iovec %d): SEND mlength %llu\n",
-                    sizes[k], eager, iov, (unsigned long long)ev.mlength);
+            fprintf(stderr, "put of %zu bytes (eager %zu, MD kind %d): SEND mlength %llu\n",
+                    sizes[k], eager, kind, (unsigned long long)ev.mlength);
             XP_CHECK(0);
         }
         ev = xp_test_next_event(eq, "ACK");
@@ -134,9 +146,10 @@ int main(int argc, char **argv)
         XP_TEST_SKIP("needs exactly 2 ranks");
     ptl_handle_ni_t ni;
     ptl_handle_eq_t eq;
+    ptl_ni_limits_t lim;
     XP_REQUIRE(PtlInit() == PTL_OK);
     XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
-                         NULL, NULL, &ni) == PTL_OK);
+                         NULL, &lim, &ni) == PTL_OK);
     XP_REQUIRE(PtlEQAlloc(ni, 64, &eq) == PTL_OK);
     if (!(xp_tl_caps(1 - xp_rank()) & XP_TL_CAP_RMA))
         XP_TEST_SKIP("no RMA route between the ranks");
@@ -167,24 +180,25 @@ int main(int argc, char **argv)
     if (xp_rank() == 0) {
         unsigned char *src = calloc(1, BUF);
         XP_REQUIRE(src != NULL);
-        put_all(ni, eq, src, 0, eager);
-        XP_REQUIRE(xp_barrier() == XP_OK); /* the target checks, clears */
-        XP_REQUIRE(xp_barrier() == XP_OK);
-        put_all(ni, eq, src, 1, eager);
-        XP_REQUIRE(xp_barrier() == XP_OK); /* the target checks */
+        XP_CHECK(lim.max_volatile_size >= eager);
+        for (int kind = MD_PLAIN; kind <= MD_VOLATILE; kind++) {
+            put_all(ni, eq, src, kind, eager, lim.max_volatile_size);
+            XP_REQUIRE(xp_barrier() == XP_OK); /* the target checks, clears */
+            XP_REQUIRE(xp_barrier() == XP_OK);
+        }
         get_all(ni, eq, src);
         free(src);
     } else {
-        for (int round = 0; round < 2; round++) {
+        static const char *const what[] = {"put", "put from an iovec",
+                                           "put from a volatile MD"};
+        for (int kind = MD_PLAIN; kind <= MD_VOLATILE; kind++) {
             XP_REQUIRE(xp_barrier() == XP_OK);
             for (int k = 0; k < nsizes; k++) {
-                check_bytes(buf + 1 + (size_t)k * SLOT, sizes[k], (size_t)k,
-                            round ? "put from an iovec" : "put");
-                if (round == 0)
+                check_bytes(buf + 1 + (size_t)k * SLOT, sizes[k], (size_t)k, what[kind]);
+                if (kind < MD_VOLATILE) /* (the last round's bytes are got back) */
                     memset(buf + 1 + (size_t)k * SLOT, 0, sizes[k]);
             }
-            if (round == 0)
-                XP_REQUIRE(xp_barrier() == XP_OK);
+            XP_REQUIRE(xp_barrier() == XP_OK);
         }
     }
     XP_REQUIRE(xp_barrier() == XP_OK);
