@@ -397,7 +397,8 @@ static unsigned char pat(size_t i, int pe)
 static void test_put_get(sos_t *s)
 {
     int right = (s->me + 1) % s->npes, left = (s->me + s->npes - 1) % s->npes;
-    static const size_t sizes[] = { 1, 8, 100, 1000, BOUNCE_SIZE, 4096, 65536, LONG_LEN };
+    static const size_t sizes[] = { 1, 8, 100, 1000, BOUNCE_SIZE, 4096, 16384, 30000, 65536,
+                                    LONG_LEN };
     unsigned char *src = malloc(LONG_LEN), *dst = malloc(LONG_LEN);
     long completion = 0;
     XP_REQUIRE(src && dst);
