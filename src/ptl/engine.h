@@ -383,5 +383,12 @@ int xp_eng_put_gather(ptl_handle_md_t md1, ptl_size_t off1, ptl_size_t len1, ptl
 /* Free all objects of an NI (PtlNIFini's last reference). */
 void xp_pt_fini_all(xp_ni_t *ni);
 void xp_md_fini_all(xp_ni_t *ni);
+/* Before NI slot (any: -1) goes: handle answers until no MD of it has an
+ * operation in flight, for at most timeout_ms. A single-copy put that the
+ * target has not read yet reads the initiator's buffer, which the
+ * application may reuse, or the process leave, once PtlNIFini / PtlFini
+ * returns; without this a put made just before them could be lost. */
+#define XP_MD_DRAIN_MS 1000
+void xp_md_drain(int slot, long timeout_ms);
 
 #endif

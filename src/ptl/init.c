@@ -150,6 +150,7 @@ void PtlFini(void)
     }
     /* Last reference: let the transports drain what is in flight, stop the
      * progress thread, then free every NI the application left open. */
+    xp_md_drain(-1, XP_MD_DRAIN_MS);
     xp_ptl_interrupt();
     xp_ptl_progress_stop();
     for (int i = 0; i < 100 && xp_ptl_progress() > 0; i++)

@@ -9,6 +9,7 @@
 #include "ptl/md.h"
 #include "ptl/progress.h"
 #include "ptl/wire.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Address `off` bytes into a contiguous region, computed on integers: the
@@ -264,6 +265,26 @@ int PtlMDRelease(ptl_handle_md_t md_handle)
     md_free(m);
     xp_poll_unlock(st);
     return PTL_OK;
+}
+
+static void count_pending(ptl_handle_any_t h, void *obj, void *arg)
+{
+    (void)h;
+    *(int *)arg += xp_md_pending((const xp_md_t *)obj) > 0;
+}
+
+void xp_md_drain(int slot, long timeout_ms)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    uint64_t deadline = xp_deadline_ns(timeout_ms);
+    for (;;) {
+        int busy = 0;
+        xp_handle_foreach(&st->md_table, slot, count_pending, &busy);
+        if (!busy || xp_time_ns() >= deadline)
+            return;
+        if (xp_ptl_progress() == 0)
+            xp_cpu_relax();
+    }
 }
 
 void xp_md_fini_all(xp_ni_t *ni)

@@ -356,6 +356,7 @@ int PtlNIFini(ptl_handle_ni_t ni_handle)
         pthread_mutex_unlock(&st->lock);
         return PTL_OK;
     }
+    xp_md_drain(ni->slot, XP_MD_DRAIN_MS);
     /* Unpublish first so the packet handler stops finding it, then wait for
      * a handler that may still be using it (it holds the poll lock). */
     __atomic_store_n(&st->ni[ni->slot], NULL, __ATOMIC_RELEASE);

@@ -13,3 +13,14 @@ if(TARGET xprun AND TARGET xp_ptl)
   xp_mp_test(mp_eager NP 2 SUFFIX _single TIMEOUT 30 LABELS ptl ENV XP_SHM_BOUNCE=off)
   xp_mp_test(mp_eager NP 2 SUFFIX _packet TIMEOUT 30 LABELS ptl ENV XP_SHM_BOUNCE=on)
 endif()
+# A put made just before PtlNIFini / PtlFini lands whole although the
+# initiator reuses its buffer right after (mp_fini_drain.c): single copies
+# read it after PtlPut returned, so finalizing drains what is in flight.
+if(TARGET xprun AND TARGET portals)
+  xp_mp_test(mp_fini_drain NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_fini_drain.c LIBS portals
+             TIMEOUT 30 LABELS ptl ENV XP_SHM_BOUNCE=off)
+  xp_mp_test(mp_fini_drain NP 2 SUFFIX _ptlfini TIMEOUT 30 LABELS ptl ARGS --ptlfini
+             ENV XP_SHM_BOUNCE=off)
+  xp_mp_test(mp_fini_drain NP 2 SUFFIX _inline TIMEOUT 30 LABELS ptl
+             ENV XP_SHM_BOUNCE=off XP_PROGRESS=inline)
+endif()
