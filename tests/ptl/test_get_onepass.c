@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test_entries.h"
 #include "xp_test.h"
 #include "xportals/xp.h"
 
@@ -116,7 +117,6 @@ static void side_fini(side_t *s)
 static ptl_handle_any_t post(side_t *s, ptl_pt_index_t pt, ptl_size_t len, unsigned opts,
                              ptl_handle_ct_t ct, ptl_uid_t uid, uint64_t bits)
 {
-    ptl_handle_any_t h;
     ptl_me_t me;
     memset(&me, 0, sizeof(me));
     me.start = tbuf;
@@ -124,21 +124,9 @@ static ptl_handle_any_t post(side_t *s, ptl_pt_index_t pt, ptl_size_t len, unsig
     me.ct_handle = ct;
     me.uid = uid;
     me.options = PTL_ME_EVENT_LINK_DISABLE | opts;
-    if (s->matching) {
-        me.match_id.rank = (ptl_rank_t)prev_rank();
-        me.match_bits = bits;
-        XP_REQUIRE(PtlMEAppend(s->ni, pt, &me, PTL_PRIORITY_LIST, NULL, &h) == PTL_OK);
-    } else {
-        ptl_le_t le;
-        memset(&le, 0, sizeof(le));
-        le.start = me.start;
-        le.length = me.length;
-        le.ct_handle = me.ct_handle;
-        le.uid = me.uid;
-        le.options = me.options;
-        XP_REQUIRE(PtlLEAppend(s->ni, pt, &le, PTL_PRIORITY_LIST, NULL, &h) == PTL_OK);
-    }
-    return h;
+    me.match_id.rank = (ptl_rank_t)prev_rank();
+    me.match_bits = bits;
+    return xp_test_append(s->ni, s->matching, pt, &me, PTL_PRIORITY_LIST);
 }
 
 static void unlink_entry(side_t *s, ptl_handle_any_t h)

@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test_entries.h"
 #include "xp_test.h"
 #include "xportals/xp.h"
 
@@ -110,7 +111,6 @@ static ptl_handle_any_t post(side_t *s, ptl_pt_index_t pt, void *buf, ptl_size_t
                              unsigned opts, ptl_handle_ct_t ct, ptl_uid_t uid, ptl_list_t list,
                              uint64_t bits, int any)
 {
-    ptl_handle_any_t h;
     ptl_me_t me;
     memset(&me, 0, sizeof(me));
     me.start = buf;
@@ -118,23 +118,10 @@ static ptl_handle_any_t post(side_t *s, ptl_pt_index_t pt, void *buf, ptl_size_t
     me.ct_handle = ct;
     me.uid = uid;
     me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_LINK_DISABLE | opts;
-    if (s->matching) {
-        me.match_id.rank = any ? PTL_RANK_ANY
-                               : (ptl_rank_t)((xp_rank() + xp_size() - 1) % xp_size());
-        me.match_bits = bits;
-        me.ignore_bits = any ? ~(ptl_match_bits_t)0 : 0;
-        XP_REQUIRE(PtlMEAppend(s->ni, pt, &me, list, NULL, &h) == PTL_OK);
-    } else {
-        ptl_le_t le;
-        memset(&le, 0, sizeof(le));
-        le.start = me.start;
-        le.length = me.length;
-        le.ct_handle = me.ct_handle;
-        le.uid = me.uid;
-        le.options = me.options;
-        XP_REQUIRE(PtlLEAppend(s->ni, pt, &le, list, NULL, &h) == PTL_OK);
-    }
-    return h;
+    me.match_id.rank = any ? PTL_RANK_ANY : (ptl_rank_t)((xp_rank() + xp_size() - 1) % xp_size());
+    me.match_bits = bits;
+    me.ignore_bits = any ? ~(ptl_match_bits_t)0 : 0;
+    return xp_test_append(s->ni, s->matching, pt, &me, list);
 }
 
 static void unlink_entry(side_t *s, ptl_handle_any_t h)
