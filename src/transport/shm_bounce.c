@@ -56,13 +56,9 @@ enum { W_DONE, W_COOKIE, W_FILL, W_LEN };
  * *single: single copies were chosen (off, or the probe's choice). */
 static size_t bounce_limit(const shm_tl_t *s, int *single)
 {
-    *single = xp_config()->shm_bounce == 2 /* off */;
-    if (s->size < 2)
-        return 0;
-    xp_shm_copy_probe_t p;
-    size_t max = xp_shm_bounce_limit(&p);
-    if (p.len && !xp_shm_bounce_pays(&p))
-        *single = 1;
+    xp_shm_copy_probe_t p = { 0 };
+    size_t max = s->size < 2 ? 0 : xp_shm_bounce_limit(&p);
+    *single = xp_shm_single_copies(&p);
     if (p.len)
         xp_info("shm: bounce blocks %s (%zu bytes: process_vm_readv %.0f ns%s, memcpy %.0f ns)",
                 max ? "on" : "off", p.len, p.cma_ns, p.cma_ok ? "" : " (not allowed)", p.copy_ns);

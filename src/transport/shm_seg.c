@@ -361,9 +361,6 @@ int xp_shm_bounce_pays(const xp_shm_copy_probe_t *p)
     return !p->cma_ok || p->cma_ns > XP_SHM_BOUNCE_RATIO * p->copy_ns;
 }
 
-/* XP_SHM_BOUNCE's choices (config_vars.h). */
-enum { BOUNCE_AUTO, BOUNCE_ON, BOUNCE_OFF };
-
 /* Bytes of the copies XP_SHM_BOUNCE=auto times: a mid-size transfer. */
 #define PROBE_LEN (64u << 10)
 
@@ -371,10 +368,16 @@ size_t xp_shm_bounce_limit(xp_shm_copy_probe_t *probe)
 {
     const xp_config_t *c = xp_config();
     *probe = (xp_shm_copy_probe_t){ 0 };
-    if (!c->shm_bounce_max || c->shm_bounce == BOUNCE_OFF)
+    if (!c->shm_bounce_max || c->shm_bounce == XP_SHM_BOUNCE_OFF)
         return 0;
-    if (c->shm_bounce == BOUNCE_ON)
+    if (c->shm_bounce == XP_SHM_BOUNCE_ON)
         return c->shm_bounce_max;
     xp_shm_copy_probe(PROBE_LEN, probe);
     return xp_shm_bounce_pays(probe) ? c->shm_bounce_max : 0;
+}
+
+int xp_shm_single_copies(const xp_shm_copy_probe_t *probe)
+{
+    return xp_config()->shm_bounce == XP_SHM_BOUNCE_OFF ||
+           (probe->len && !xp_shm_bounce_pays(probe));
 }

@@ -99,10 +99,15 @@ void xp_shm_copy_probe(size_t len, xp_shm_copy_probe_t *out);
  * 32 KiB - 1 MiB; docs/performance-notes.md). Pure. */
 #define XP_SHM_BOUNCE_RATIO 6.0
 int xp_shm_bounce_pays(const xp_shm_copy_probe_t *p);
+/* XP_SHM_BOUNCE's choices (util/config_vars.h). */
+enum { XP_SHM_BOUNCE_AUTO, XP_SHM_BOUNCE_ON, XP_SHM_BOUNCE_OFF };
 /* XP_SHM_BOUNCE_MAX where XP_SHM_BOUNCE is on, or auto and the probe (of a
  * 64 KiB copy, run here) says blocks pay; else 0. *probe: the reading, all
  * zero where none was taken (on, off). */
 size_t xp_shm_bounce_limit(xp_shm_copy_probe_t *probe);
+/* Whether single copies were chosen: XP_SHM_BOUNCE off, or auto and its
+ * probe (xp_shm_bounce_limit's) found them cheaper. */
+int xp_shm_single_copies(const xp_shm_copy_probe_t *probe);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);
 /* Copy n bytes from src into dst at byte offset dst_off (XP_ERR_INVALID when

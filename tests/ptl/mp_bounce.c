@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/shm_seg.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "test_offsets.h"
@@ -101,9 +102,9 @@ static int big_heap(void)
 static size_t bounce_max(void)
 {
     size_t max = xp_tl_bounce_max(1 - xp_rank());
-    if (xp_config()->shm_bounce == 1 /* on */)
+    if (xp_config()->shm_bounce == XP_SHM_BOUNCE_ON)
         XP_CHECK_EQ(max, xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0);
-    if (xp_config()->shm_bounce == 2 /* off */)
+    if (xp_config()->shm_bounce == XP_SHM_BOUNCE_OFF)
         XP_CHECK_EQ(max, 0);
     return max;
 }
@@ -679,7 +680,7 @@ static void die_test(ctx_t *c)
     fprintf(stderr, "rank 1: %d puts landed whole, %d failed with their initiator\n", ok, failed);
     XP_CHECK_EQ(ok + failed, NDIE);
     /* (The initiator's choice; ours is the same where XP_SHM_BOUNCE is on.) */
-    if (big_heap() && xp_config()->shm_bounce == 1 && xp_config()->shm_bounce_max >= 2 * MIB)
+    if (big_heap() && xp_config()->shm_bounce == XP_SHM_BOUNCE_ON && xp_config()->shm_bounce_max >= 2 * MIB)
         XP_CHECK_EQ(ok, NDIE); /* all bounced */
 }
 

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ptl/engine.h"
+#include "transport/shm_seg.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "test_events.h"
@@ -158,9 +159,9 @@ int main(int argc, char **argv)
     XP_CHECK(eager <= inl);
     if (set)
         XP_CHECK_EQ(eager, set < inl ? set : inl);
-    else if (xp_config()->shm_bounce == 1 /* on: no single copies chosen */)
+    else if (xp_config()->shm_bounce == XP_SHM_BOUNCE_ON /* no single copies */)
         XP_CHECK_EQ(eager, inl);
-    else if (xp_config()->shm_bounce == 2 /* off: single copies */)
+    else if (xp_config()->shm_bounce == XP_SHM_BOUNCE_OFF)
         XP_CHECK_EQ(eager, inl < 4096 ? inl : 4096);
     fprintf(stderr, "rank %d: eager limit %zu, packet payload %zu, bounce blocks up to %zu\n",
             xp_rank(), eager, inl, xp_tl_bounce_max(1 - xp_rank()));

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/shm_seg.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "xp_test.h"
@@ -451,10 +452,10 @@ int main(int argc, char **argv)
      * XP_SHM_BOUNCE_MAX; auto: either, by what copies cost here. */
     size_t max = xp_tl_bounce_max(1 - xp_rank());
     size_t on_max = xp_config()->shm_heap_size ? xp_config()->shm_bounce_max : 0;
-    if (xp_config()->shm_bounce == 1 /* on */)
+    if (xp_config()->shm_bounce == XP_SHM_BOUNCE_ON)
         XP_CHECK_EQ(max, on_max);
     else
-        XP_CHECK(max == 0 || (xp_config()->shm_bounce == 0 && max == on_max));
+        XP_CHECK(max == 0 || (xp_config()->shm_bounce == XP_SHM_BOUNCE_AUTO && max == on_max));
     fprintf(stderr, "rank %d: XP_SHM_BOUNCE=%s, bounce blocks up to %zu bytes\n", xp_rank(),
             (const char *[]){ "auto", "on", "off" }[xp_config()->shm_bounce], max);
     check_limits(max);

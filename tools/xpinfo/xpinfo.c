@@ -35,7 +35,7 @@ static void print_shm_copies(void)
     const xp_config_t *c = xp_config();
     xp_shm_copy_probe_t p;
     size_t max = xp_shm_bounce_limit(&p);
-    int single = c->shm_bounce == 2 /* off */ || (p.len && !xp_shm_bounce_pays(&p));
+    int single = xp_shm_single_copies(&p);
     if (max && c->shm_heap_size)
         printf("  shm copies:  bounce blocks of the shared heap up to %zu bytes, then single copy",
                max);
