@@ -319,22 +319,6 @@ static void shm_tl_close(xp_tl_t *tl)
     free(s);
 }
 
-/* Above this payload a put or get goes by single copy rather than through
- * the rings, where single copies were chosen (XP_SHM_BOUNCE): on the Intel VM
- * of round 15 a ping-pong of 2 KiB took 1.1-1.2 us in packets and 1.6 by
- * single copy, 4 KiB 1.55 both ways, 8 KiB 2.7 against 1.7, 16 KiB 4.9
- * against 2.0 (docs/performance-notes.md). */
-#define AUTO_EAGER_MAX 4096u
-
-/* XP_SHM_EAGER_MAX resolved: SIZE_MAX for "whatever fits a packet". */
-static size_t eager_limit(const shm_tl_t *s)
-{
-    size_t v = xp_config()->shm_eager_max;
-    if (v)
-        return v;
-    return s->bounce.single ? AUTO_EAGER_MAX : SIZE_MAX;
-}
-
 static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
 {
     if (!xp_initialized())
@@ -361,7 +345,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
     create_heap(s);
     xp_shm_bounce_init(s);
-    s->eager_max = eager_limit(s);
+    s->eager_max = xp_shm_eager_limit(s->bounce.single);
     create_pair(s);
     s->asym = xp_config()->shm_asym_fence && xp_membarrier_register();
     if (st == XP_OK && s->asym)

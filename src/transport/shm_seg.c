@@ -381,3 +381,9 @@ int xp_shm_single_copies(const xp_shm_copy_probe_t *probe)
     return xp_config()->shm_bounce == XP_SHM_BOUNCE_OFF ||
            (probe->len && !xp_shm_bounce_pays(probe));
 }
+
+size_t xp_shm_eager_limit(int single)
+{
+    size_t v = xp_config()->shm_eager_max;
+    return v ? v : single ? XP_SHM_AUTO_EAGER_MAX : SIZE_MAX;
+}

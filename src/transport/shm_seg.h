@@ -108,6 +108,15 @@ size_t xp_shm_bounce_limit(xp_shm_copy_probe_t *probe);
 /* Whether single copies were chosen: XP_SHM_BOUNCE off, or auto and its
  * probe (xp_shm_bounce_limit's) found them cheaper. */
 int xp_shm_single_copies(const xp_shm_copy_probe_t *probe);
+/* XP_SHM_EAGER_MAX resolved, given whether single copies were chosen:
+ * the setting, else XP_SHM_AUTO_EAGER_MAX where single, else SIZE_MAX
+ * (whatever fits a packet). Above it a put or get goes by single copy
+ * rather than through the rings: on the Intel VM of round 15 a ping-pong
+ * of 2 KiB took 1.1-1.2 us in packets and 1.6 by single copy, 4 KiB 1.55
+ * both ways, 8 KiB 2.7 against 1.7, 16 KiB 4.9 against 2.0
+ * (docs/performance-notes.md). */
+#define XP_SHM_AUTO_EAGER_MAX 4096u
+size_t xp_shm_eager_limit(int single);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);
 /* Copy n bytes from src into dst at byte offset dst_off (XP_ERR_INVALID when

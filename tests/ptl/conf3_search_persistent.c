@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "test_entries.h"
 #include "xp_test.h"
 
 #define PT 7
@@ -42,13 +43,8 @@ static int drain(ptl_event_kind_t type, int *others)
 /* The same entry as an LE on a non-matching NI (MANAGE_LOCAL is ME-only). */
 static ptl_le_t as_le(const ptl_me_t *me)
 {
-    ptl_le_t le;
-    memset(&le, 0, sizeof(le));
-    le.start = me->start;
-    le.length = me->length;
-    le.ct_handle = me->ct_handle;
-    le.uid = me->uid;
-    le.options = me->options & ~(unsigned int)PTL_ME_MANAGE_LOCAL;
+    ptl_le_t le = xp_test_as_le(me);
+    le.options &= ~(unsigned int)PTL_ME_MANAGE_LOCAL;
     return le;
 }
 

@@ -41,7 +41,7 @@ static void print_shm_copies(void)
                max);
     else if (single)
         printf("  shm copies:  single copy above %zu bytes (XP_SHM_EAGER_MAX)",
-               c->shm_eager_max ? c->shm_eager_max : (size_t)4096);
+               xp_shm_eager_limit(single));
     else
         printf("  shm copies:  single copy above one packet");
     if (p.len)
