@@ -253,6 +253,16 @@ enum {
 };
 /* Whether a CUDA agent can be created here (plugin loaded and a GPU present). */
 XP_EXPORT int xp_accel_cuda_available(void);
+/* A CUDA agent's queue is drained by a persistent kernel that never ends by
+ * itself, and cudaFree, cudaFreeHost, cudaDeviceSynchronize and page-locked
+ * allocations wait for every kernel of the device: called while a CUDA agent
+ * runs, they would wait for good. Bracket them with pause / resume, which
+ * let every agent kernel of the process exit before its next packet (tasks
+ * already running finish; what is queued meanwhile stays queued) and
+ * relaunch them. Pairs nest; call both from the same thread. The library's
+ * own allocations (queues, signals) do this themselves. */
+XP_EXPORT void xp_accel_cuda_pause(void);
+XP_EXPORT void xp_accel_cuda_resume(void);
 
 /* ------------------------------------------------------------ memory types */
 

@@ -34,6 +34,12 @@ struct xp_accel_state {
     int ndevices;
     mem_range_t ranges[RANGE_CACHE_SIZE];
     unsigned next_range;              /* round-robin replacement */
+    /* Persistent kernels running in this process (plugin handles), paused
+     * around every plugin call that allocates or frees CUDA memory. */
+    pthread_mutex_t quiesce_lock;
+    void **running;
+    size_t nrunning, cap;
+    unsigned quiesce_depth;           /* nesting of quiesce() (owner: quiesce_lock) */
 };
 
 /* The state is created on first use and published with a CAS, so the
@@ -47,8 +53,14 @@ static struct xp_accel_state *state_get(void)
     if (!fresh)
         abort(); /* a few hundred bytes: nothing sensible is left to do */
     pthread_mutex_init(&fresh->lock, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&fresh->quiesce_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     if (__atomic_compare_exchange_n(&xp_ctx.accel, &s, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return fresh;
+    pthread_mutex_destroy(&fresh->quiesce_lock);
     pthread_mutex_destroy(&fresh->lock);
     free(fresh);
     return s;
@@ -87,6 +99,8 @@ static void *open_plugin(void)
     return dl;
 }
 
+static void quiesce_hook(int pause);
+
 static void load_locked(struct xp_accel_state *s)
 {
     if (s->tried)
@@ -107,6 +121,7 @@ static void load_locked(struct xp_accel_state *s)
     s->dl = dl;
     s->ops = ops;
     s->ndevices = ops->device_count();
+    __atomic_store_n(&xp_ctx.gpu_quiesce_hook, quiesce_hook, __ATOMIC_RELEASE);
     xp_debug("CUDA plugin loaded, %d device(s)", s->ndevices);
 }
 
@@ -175,6 +190,75 @@ void xp_mem_type_invalidate(const void *ptr, size_t len)
 
 /* ---- the CUDA agent ---- */
 
+/* A persistent kernel never ends by itself, and cudaFree, cudaFreeHost and
+ * page-locked allocations may wait for every kernel of the device to end:
+ * called while an agent's grid runs, they would wait for good. So every such
+ * plugin call runs between quiesce() and resume(), with every grid of the
+ * process paused (it exits before its next packet; the queue keeps what is
+ * published) and relaunched after. */
+static void quiesce(struct xp_accel_state *s)
+{
+    pthread_mutex_lock(&s->quiesce_lock); /* recursive: xp_accel_cuda_pause() nests */
+    if (s->quiesce_depth++ == 0)
+        for (size_t i = 0; i < s->nrunning; i++)
+            s->ops->queue_pause(s->running[i]);
+}
+
+static void resume(struct xp_accel_state *s)
+{
+    if (--s->quiesce_depth == 0)
+        for (size_t i = 0; i < s->nrunning; i++)
+            if (s->ops->queue_resume(s->running[i]) != XP_OK)
+                xp_error("CUDA agent: relaunching a queue's kernel failed");
+    pthread_mutex_unlock(&s->quiesce_lock);
+}
+
+void xp_accel_cuda_pause(void)
+{
+    struct xp_accel_state *s = state_get();
+    if (s->ops)
+        quiesce(s);
+}
+
+void xp_accel_cuda_resume(void)
+{
+    struct xp_accel_state *s = state_get();
+    if (s->ops)
+        resume(s);
+}
+
+static void quiesce_hook(int pause)
+{
+    if (pause)
+        xp_accel_cuda_pause();
+    else
+        xp_accel_cuda_resume();
+}
+
+/* Both called between quiesce() and resume(). */
+static int running_add(struct xp_accel_state *s, void *h)
+{
+    if (s->nrunning == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 8;
+        void **r = realloc(s->running, cap * sizeof(*r));
+        if (!r)
+            return -1;
+        s->running = r;
+        s->cap = cap;
+    }
+    s->running[s->nrunning++] = h;
+    return 0;
+}
+
+static void running_remove(struct xp_accel_state *s, void *h)
+{
+    for (size_t i = 0; i < s->nrunning; i++)
+        if (s->running[i] == h) {
+            s->running[i] = s->running[--s->nrunning];
+            return;
+        }
+}
+
 typedef struct cuda_agent {
     const xp_cuda_plugin_ops_t *ops;
     int device;
@@ -203,43 +287,79 @@ static void cuda_stop(xp_agent_t *agent)
     free(agent->impl);
 }
 
-static xp_status_t cuda_queue_alloc(xp_agent_t *agent, size_t bytes, void **mem_out)
+/* Pinned mapped memory for queues and signals. */
+static xp_status_t pinned_alloc(xp_agent_t *agent, size_t bytes, void **mem_out)
 {
     cuda_agent_t *a = agent->impl;
-    return a->ops->host_alloc(bytes, mem_out);
+    struct xp_accel_state *s = state_get();
+    quiesce(s);
+    xp_status_t st = a->ops->host_alloc(bytes, mem_out);
+    resume(s);
+    return st;
+}
+
+static void pinned_free(xp_agent_t *agent, void *mem)
+{
+    cuda_agent_t *a = agent->impl;
+    struct xp_accel_state *s = state_get();
+    quiesce(s);
+    a->ops->host_free(mem);
+    resume(s);
+}
+
+static xp_status_t cuda_queue_alloc(xp_agent_t *agent, size_t bytes, void **mem_out)
+{
+    return pinned_alloc(agent, bytes, mem_out);
 }
 
 static void cuda_queue_free(xp_agent_t *agent, void *mem, size_t bytes)
 {
-    cuda_agent_t *a = agent->impl;
-    a->ops->host_free(mem);
+    pinned_free(agent, mem);
 }
 
 static xp_status_t cuda_queue_added(xp_agent_t *agent, xp_queue_t *queue)
 {
     cuda_agent_t *a = agent->impl;
+    struct xp_accel_state *s = state_get();
     /* The GPU advances the read index and cannot wake futex sleepers. */
     queue->shm->space.flags |= XP_SIGNAL_F_DEVICE;
-    return a->ops->queue_start(a->device, a->nblocks, queue->shm, &queue->agent_data);
+    quiesce(s);
+    xp_status_t st = a->ops->queue_start(a->device, a->nblocks, queue->shm, &queue->agent_data);
+    if (st == XP_OK) {
+        /* Paused like the others; resume() relaunches it with them (or later,
+         * when an outer xp_accel_cuda_pause() ends). */
+        a->ops->queue_pause(queue->agent_data);
+        if (running_add(s, queue->agent_data) != 0) {
+            a->ops->queue_stop(queue->agent_data);
+            queue->agent_data = NULL;
+            st = XP_ERR_NO_MEMORY;
+        }
+    }
+    resume(s);
+    return st;
 }
 
 static void cuda_queue_removed(xp_agent_t *agent, xp_queue_t *queue)
 {
     cuda_agent_t *a = agent->impl;
+    struct xp_accel_state *s = state_get();
+    /* Its grid is relaunched to drain the queue and exit while the others
+     * are paused (the plugin frees its memory then). */
+    quiesce(s);
+    running_remove(s, queue->agent_data);
     a->ops->queue_stop(queue->agent_data);
+    resume(s);
     queue->agent_data = NULL;
 }
 
 static xp_status_t cuda_signal_alloc(xp_agent_t *agent, xp_signal_t **signal_out)
 {
-    cuda_agent_t *a = agent->impl;
-    return a->ops->host_alloc(sizeof(xp_signal_t), (void **)signal_out);
+    return pinned_alloc(agent, sizeof(xp_signal_t), (void **)signal_out);
 }
 
 static void cuda_signal_free(xp_agent_t *agent, xp_signal_t *signal)
 {
-    cuda_agent_t *a = agent->impl;
-    a->ops->host_free(signal);
+    pinned_free(agent, signal);
 }
 
 const xp_agent_ops_t xp_agent_cuda_ops = {

@@ -47,7 +47,8 @@ typedef void (*xp_cuda_device_fn_t)(void *kernarg, uint64_t i, uint64_t n);
 #define JOB_EXIT (~0ull)
 
 struct ctl {
-    volatile int stop;
+    volatile int stop;   /* drain the queue, then exit */
+    volatile int pause;  /* exit before the next packet; queue_resume relaunches */
 };
 
 struct job {
@@ -61,36 +62,84 @@ struct handle {
     cudaStream_t stream;
     ctl *ctl_host;
     job *job_dev;
+    queue_shm *queue_dev;
+    ctl *ctl_dev;        /* the device's address of ctl_host */
     int device;
+    int nblocks;
+    int running;         /* launched and not paused since */
+    int native;          /* the link has native atomics on host memory */
 };
 
 /* ---------------------------------------------------------------- device */
 
-__device__ static void signal_add(uint64_t sig_addr, long long delta)
+/* Where the link to the host has no native atomics (PCIe without AtomicOps:
+ * cudaDevAttrHostNativeAtomicSupported = 0, as on the H100 VM this was
+ * tested on, where compute-sanitizer rejects system-scope atomics on pinned
+ * memory), the device's updates of host signals are plain read-modify-writes
+ * serialised by this lock in device memory: the grids of all queues of the
+ * process are then the only writers of a signal while its task runs (the
+ * host sets a completion signal before it pushes the packet, and only waits
+ * afterwards), which is how signals are used with a CUDA agent. */
+__device__ static unsigned int g_host_signal_lock;
+
+__device__ static void host_lock(int native)
+{
+    if (native)
+        return;
+    while (atomicCAS(&g_host_signal_lock, 0u, 1u) != 0u)
+        __nanosleep(32);
+    __threadfence();
+}
+
+__device__ static void host_unlock(int native)
+{
+    if (native)
+        return;
+    __threadfence_system();
+    atomicExch(&g_host_signal_lock, 0u);
+}
+
+__device__ static void host_inc32(unsigned int *p, int native)
+{
+    if (native)
+        atomicAdd_system(p, 1u);
+    else
+        *(volatile unsigned int *)p = *(volatile unsigned int *)p + 1u;
+}
+
+__device__ static void signal_add(uint64_t sig_addr, long long delta, int native)
 {
     if (!sig_addr)
         return;
     xp_signal_t *s = (xp_signal_t *)sig_addr;
     /* begun before the value, seq after it: a host waiter that sees the value
      * does not return before seq is bumped (signal.c, lifetime invariant). */
-    atomicAdd_system((unsigned int *)&s->begun, 1u);
+    host_lock(native);
+    host_inc32((unsigned int *)&s->begun, native);
     __threadfence_system();
-    atomicAdd_system((unsigned long long *)&s->value, (unsigned long long)delta);
+    if (native)
+        atomicAdd_system((unsigned long long *)&s->value, (unsigned long long)delta);
+    else
+        *(volatile long long *)&s->value = *(volatile long long *)&s->value + delta;
     __threadfence_system();
-    atomicAdd_system((unsigned int *)&s->seq, 1u);
+    host_inc32((unsigned int *)&s->seq, native);
+    host_unlock(native);
 }
 
-__device__ static void queue_release(queue_shm *q, uint64_t r)
+/* The GPU is the only writer of the space signal. */
+__device__ static void queue_release(queue_shm *q, uint64_t r, int native)
 {
     volatile xp_aql_packet_t *slot = &q->ring[r & q->mask];
     slot->header = (uint16_t)XP_AQL_TYPE_INVALID;
     __threadfence_system();
     *(volatile uint64_t *)&q->read_index = r + 1;
-    atomicAdd_system((unsigned int *)&q->space.begun, 1u);
+    host_lock(native);
+    host_inc32((unsigned int *)&q->space.begun, native);
     __threadfence_system();
     *(volatile int64_t *)&q->space.value = (int64_t)(r + 1);
     __threadfence_system();
-    atomicAdd_system((unsigned int *)&q->space.seq, 1u);
+    host_inc32((unsigned int *)&q->space.seq, native);
+    host_unlock(native);
 }
 
 __device__ static int deps_done(const xp_aql_barrier_t *b)
@@ -111,11 +160,16 @@ __device__ static int deps_done(const xp_aql_barrier_t *b)
 
 /* Thread (0,0): process packets until one is a kernel (published as a job)
  * or the agent is stopped with an empty queue. */
-__device__ static void dispatch(queue_shm *q, ctl *c, job *j)
+__device__ static void dispatch(queue_shm *q, ctl *c, job *j, int native)
 {
     while (*(volatile int *)&j->busy)
         __nanosleep(100);
     for (;;) {
+        if (c->pause) { /* packets left in the queue wait for the relaunch */
+            __threadfence();
+            *(volatile unsigned long long *)&j->gen = JOB_EXIT;
+            return;
+        }
         uint64_t r = *(volatile uint64_t *)&q->read_index;
         volatile xp_aql_packet_t *slot = &q->ring[r & q->mask];
         uint16_t header = slot->header;
@@ -135,7 +189,7 @@ __device__ static void dispatch(queue_shm *q, ctl *c, job *j)
             ((uint64_t *)&p)[i] = ((volatile uint64_t *)slot)[i];
         p.header = header;
         if (type == XP_AQL_TYPE_KERNEL_DISPATCH) {
-            queue_release(q, r);
+            queue_release(q, r, native);
             j->pkt = p.kernel;
             j->finished = 0;
             *(volatile int *)&j->busy = 1;
@@ -152,14 +206,14 @@ __device__ static void dispatch(queue_shm *q, ctl *c, job *j)
                 __nanosleep(500);
                 continue;
             }
-            queue_release(q, r);
-            signal_add(p.barrier.completion_signal, -1);
+            queue_release(q, r, native);
+            signal_add(p.barrier.completion_signal, -1, native);
             continue;
         }
         /* agent dispatch / vendor packets: not run on the GPU */
-        queue_release(q, r);
+        queue_release(q, r, native);
         if (type == XP_AQL_TYPE_AGENT_DISPATCH)
-            signal_add(p.agent.completion_signal, -1);
+            signal_add(p.agent.completion_signal, -1, native);
     }
 }
 
@@ -191,13 +245,13 @@ __device__ static void run_item(uint64_t kobj, void *kernarg, uint64_t i, uint64
     }
 }
 
-__global__ void xp_cuda_persistent(queue_shm *q, ctl *c, job *j)
+__global__ void xp_cuda_persistent(queue_shm *q, ctl *c, job *j, int native)
 {
     __shared__ unsigned long long s_gen;
     unsigned long long my_gen = 0;
     for (;;) {
         if (blockIdx.x == 0 && threadIdx.x == 0)
-            dispatch(q, c, j);
+            dispatch(q, c, j, native);
         if (threadIdx.x == 0) {
             unsigned long long g;
             while ((g = *(volatile unsigned long long *)&j->gen) == my_gen)
@@ -221,7 +275,7 @@ __global__ void xp_cuda_persistent(queue_shm *q, ctl *c, job *j)
             if (atomicAdd(&j->finished, 1u) == gridDim.x - 1) {
                 uint64_t sig = j->pkt.completion_signal;
                 *(volatile int *)&j->busy = 0;
-                signal_add(sig, -1);
+                signal_add(sig, -1, native);
             }
         }
         __syncthreads();
@@ -278,11 +332,20 @@ static void host_free(void *mem)
     cudaFreeHost(mem);
 }
 
+static int launch(handle *h)
+{
+    /* A fresh job record: generation 0, no job busy (a paused grid left
+     * JOB_EXIT in it). Stream-ordered before the launch. */
+    if (cudaMemsetAsync(h->job_dev, 0, sizeof(job), h->stream) != cudaSuccess)
+        return -1;
+    xp_cuda_persistent<<<h->nblocks, 256, 0, h->stream>>>(h->queue_dev, h->ctl_dev, h->job_dev, h->native);
+    h->running = cudaGetLastError() == cudaSuccess;
+    return h->running ? 0 : -1;
+}
+
 static xp_status_t queue_start(int device, int nblocks, void *queue_mem, void **handle_out)
 {
     handle *h = new handle();
-    queue_shm *dq = NULL;
-    void *dctl = NULL;
     h->device = device;
     if (cudaSetDevice(device) != cudaSuccess)
         goto err_free_handle;
@@ -292,19 +355,22 @@ static xp_status_t queue_start(int device, int nblocks, void *queue_mem, void **
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
         nblocks = sms < 4 ? sms : 4;
     }
-    if (cudaHostGetDevicePointer((void **)&dq, queue_mem, 0) != cudaSuccess)
+    h->nblocks = nblocks;
+    if (cudaDeviceGetAttribute(&h->native, cudaDevAttrHostNativeAtomicSupported, device) != cudaSuccess)
+        h->native = 0;
+    if (cudaHostGetDevicePointer((void **)&h->queue_dev, queue_mem, 0) != cudaSuccess)
         goto err_free_handle;
     if (cudaHostAlloc((void **)&h->ctl_host, sizeof(ctl), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
         goto err_free_handle;
     h->ctl_host->stop = 0;
-    cudaHostGetDevicePointer(&dctl, h->ctl_host, 0);
+    h->ctl_host->pause = 0;
+    if (cudaHostGetDevicePointer((void **)&h->ctl_dev, h->ctl_host, 0) != cudaSuccess)
+        goto err_free_ctl;
     if (cudaMalloc((void **)&h->job_dev, sizeof(job)) != cudaSuccess)
         goto err_free_ctl;
-    cudaMemset(h->job_dev, 0, sizeof(job));
     if (cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking) != cudaSuccess)
         goto err_free_job;
-    xp_cuda_persistent<<<nblocks, 256, 0, h->stream>>>(dq, (ctl *)dctl, h->job_dev);
-    if (cudaGetLastError() != cudaSuccess)
+    if (launch(h) != 0)
         goto err_free_stream;
     *handle_out = h;
     return XP_OK;
@@ -317,7 +383,25 @@ err_free_ctl:
     cudaFreeHost(h->ctl_host);
 err_free_handle:
     delete h;
+    cudaGetLastError();
     return XP_ERR_UNSUPPORTED;
+}
+
+/* The grid leaves before its next packet (a packet it is running finishes
+ * first); the queue keeps what is published. */
+static void queue_pause(void *hv)
+{
+    handle *h = (handle *)hv;
+    __atomic_store_n(&h->ctl_host->pause, 1, __ATOMIC_SEQ_CST);
+    cudaStreamSynchronize(h->stream);
+    h->running = 0;
+}
+
+static xp_status_t queue_resume(void *hv)
+{
+    handle *h = (handle *)hv;
+    __atomic_store_n(&h->ctl_host->pause, 0, __ATOMIC_SEQ_CST);
+    return launch(h) == 0 ? XP_OK : XP_ERR_IO;
 }
 
 static void queue_stop(void *hv)
@@ -326,6 +410,9 @@ static void queue_stop(void *hv)
     if (!h)
         return;
     __atomic_store_n(&h->ctl_host->stop, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&h->ctl_host->pause, 0, __ATOMIC_SEQ_CST);
+    if (!h->running)
+        launch(h); /* a paused grid drains what is published, then exits */
     cudaStreamSynchronize(h->stream);
     cudaStreamDestroy(h->stream);
     cudaFree(h->job_dev);
@@ -342,6 +429,8 @@ static const xp_cuda_plugin_ops_t plugin_ops = {
     host_free,
     queue_start,
     queue_stop,
+    queue_pause,
+    queue_resume,
 };
 
 extern "C" __attribute__((visibility("default"))) const xp_cuda_plugin_ops_t *xp_cuda_plugin_get(void)

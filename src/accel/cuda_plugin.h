@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include "xportals/status.h"
 
-#define XP_CUDA_PLUGIN_ABI 1
+#define XP_CUDA_PLUGIN_ABI 2
 #define XP_CUDA_PLUGIN_SYMBOL "xp_cuda_plugin_get"
 #define XP_CUDA_PLUGIN_FILE "libxpaccel_cuda.so"
 
@@ -28,6 +28,13 @@ typedef struct xp_cuda_plugin_ops {
     xp_status_t (*queue_start)(int device, int nblocks, void *queue_mem, void **handle_out);
     /* Ask it to drain and exit, then wait for it. */
     void (*queue_stop)(void *handle);
+    /* Let the persistent kernel exit before its next packet and wait for it
+     * (a packet it runs finishes first); resume relaunches it where it
+     * stopped. Around every CUDA call that may synchronize the device
+     * (cudaFree, cudaFreeHost, page-locked allocations), which would
+     * otherwise wait for a kernel that never ends. */
+    void (*queue_pause)(void *handle);
+    xp_status_t (*queue_resume)(void *handle);
 } xp_cuda_plugin_ops_t;
 
 typedef const xp_cuda_plugin_ops_t *(*xp_cuda_plugin_get_fn)(void);

@@ -56,6 +56,12 @@ typedef struct xp_context {
      * the progress thread wakes up (tens of us on a busy or virtual machine):
      * "put; xp_barrier(); read the target buffer" works on one node. */
     int (*runtime_poll_hook)(void);
+    /* Set by accel/ once its CUDA plugin is loaded (NULL otherwise): pause
+     * (1) / resume (0) every CUDA agent kernel of the process. dt/ calls it
+     * around loading its CUDA plugin, whose module load may wait for every
+     * running kernel - a persistent agent kernel never ends. A hook, so dt
+     * does not depend on accel. */
+    void (*gpu_quiesce_hook)(int pause);
 } xp_context_t;
 
 extern xp_context_t xp_ctx;
