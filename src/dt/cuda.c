@@ -16,6 +16,7 @@
 #include "dt/dt_internal.h"
 #include "dt/state.h"
 #include "util/config.h"
+#include "util/context.h"
 #include "util/cuda_probe.h"
 #include "util/log.h"
 
@@ -28,6 +29,7 @@ struct dt_gpu_cache {
     size_t count;   /* elements the units describe */
     size_t n;
     dt_unit_t *host;/* for finding the units of a window */
+    uint32_t max_len; /* longest unit: short ones get a thread each, not a warp */
     void *dev;      /* plugin handle of the device copy */
 };
 
@@ -93,8 +95,16 @@ static const xp_dt_cuda_ops_t *plugin(int force)
     if (!force && !xp_cuda_driver_loaded(&s->probed_adds))
         return NULL; /* no CUDA in this process (yet): every buffer is host memory */
     pthread_mutex_lock(&s->cuda_lock);
-    if (!s->cuda_state)
+    if (!s->cuda_state) {
+        /* The plugin loads its kernels at init; a module load may wait for
+         * every running kernel, so CUDA agents' persistent kernels pause. */
+        void (*quiesce)(int) = __atomic_load_n(&xp_ctx.gpu_quiesce_hook, __ATOMIC_ACQUIRE);
+        if (quiesce)
+            quiesce(1);
         load_plugin(s);
+        if (quiesce)
+            quiesce(0);
+    }
     pthread_mutex_unlock(&s->cuda_lock);
     return s->cuda_state > 0 ? s->cuda : NULL;
 }
@@ -141,6 +151,9 @@ static struct dt_gpu_cache *units_get(const xp_dt_cuda_ops_t *ops, struct xp_dt 
         free(c);
         return NULL;
     }
+    for (size_t i = 0; i < c->n; i++)
+        if (c->host[i].len > c->max_len)
+            c->max_len = c->host[i].len;
     t->gpu = c;
     return c;
 }
@@ -182,7 +195,7 @@ static xp_status_t gpu_kernel(const xp_dt_cuda_ops_t *ops, const dt_job_t *job, 
     xp_status_t st = XP_ERR_NO_MEMORY;
     if (c) {
         size_t first = unit_find(c, job->off), last = unit_find(c, job->off + job->len - 1);
-        st = ops->units_run(dir, c->dev, first, last - first + 1, nc, pk, job->off, job->len) ? XP_ERR_IO
+        st = ops->units_run(dir, c->dev, first, last - first + 1, nc, pk, job->off, job->len, c->max_len) ? XP_ERR_IO
                                                                                               : XP_OK;
     }
     pthread_mutex_unlock(&t->gpu_lock);

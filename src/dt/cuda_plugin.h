@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define XP_DT_CUDA_ABI 1
+#define XP_DT_CUDA_ABI 2
 
 /* Memory types reported by mem_type. */
 enum { XP_DT_MEM_HOST = 0, XP_DT_MEM_DEVICE = 1, XP_DT_MEM_PINNED = 2 };
@@ -31,7 +31,8 @@ typedef struct xp_dt_cuda_unit {
 typedef struct xp_dt_cuda_ops {
     size_t size;
     int abi;
-    /* 0 if a GPU is usable in this process. */
+    /* 0 if a GPU is usable in this process; loads the kernels (the caller
+     * pauses persistent kernels around it: a module load may wait for them). */
     int (*init)(void);
     /* XP_DT_MEM_*; for PINNED, *dev receives the device alias of p. */
     int (*mem_type)(const void *p, void **dev);
@@ -43,8 +44,10 @@ typedef struct xp_dt_cuda_ops {
     void *(*units_upload)(const xp_dt_cuda_unit_t *u, size_t n);
     void (*units_free)(void *units);
     /* Units [first, first + n) of an uploaded list, clamped to the window
-     * [off, off + len) of the packed stream; pk holds the window. Synchronous. */
-    int (*units_run)(int dir, void *units, size_t first, size_t n, char *nc, char *pk, uint64_t off, uint64_t len);
+     * [off, off + len) of the packed stream; pk holds the window; max_len:
+     * the longest unit of the list. Synchronous. */
+    int (*units_run)(int dir, void *units, size_t first, size_t n, char *nc, char *pk, uint64_t off, uint64_t len,
+                     uint32_t max_len);
     void *(*dev_alloc)(size_t n);
     void (*dev_free)(void *p);
     /* Synchronous copy in any direction (cudaMemcpyDefault). */

@@ -14,6 +14,15 @@
 #define WARP 32
 #define THREADS 256
 
+/* All work of the plugin goes to one non-blocking stream with stream-ordered
+ * allocations (cudaMallocAsync / cudaFreeAsync): neither waits for kernels on
+ * other streams, so packing keeps working while a CUDA agent's persistent
+ * kernel runs in the process (cudaFree / cudaFreeHost would wait for it for
+ * good), and a pack does not wait for the application's own kernels. Set
+ * once by init(), which the library calls once per process under a lock. */
+static cudaStream_t g_stream;
+static int g_async_alloc; /* the device has memory pools */
+
 /* Copy n bytes with the 32 lanes of a warp. */
 __device__ static void warp_copy(char *dst, const char *src, uint64_t n, unsigned lane)
 {
@@ -54,22 +63,54 @@ __device__ static uint64_t clamp(uint64_t *p, uint64_t l, uint64_t off, uint64_t
     return hi - lo;
 }
 
+/* Blocks longer than CHUNK are cut into CHUNK-byte pieces, so that a few
+ * long blocks still spread over enough warps to keep the memory system busy
+ * (2048 blocks of 16 KiB gave one warp each: a quarter of the H100's warps).
+ * A multiple of 8 keeps each piece's alignment that of its block. */
+#define CHUNK 2048
+
 __global__ void vector_kernel(int dir, char *nc, int64_t stride, uint64_t blen, uint64_t first, uint64_t nblk,
                               uint64_t off, uint64_t len, char *pk)
 {
     unsigned lane = threadIdx.x % WARP;
     uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / WARP;
     uint64_t nwarps = (uint64_t)gridDim.x * blockDim.x / WARP;
-    for (uint64_t b = first + warp; b < first + nblk; b += nwarps) {
-        uint64_t p = b * blen;
-        int64_t o = (int64_t)b * stride;
-        uint64_t n = clamp(&p, blen, off, len, &o);
+    uint64_t nch = (blen + CHUNK - 1) / CHUNK;
+    for (uint64_t k = warp; k < nblk * nch; k += nwarps) {
+        uint64_t b = first + k / nch, c = (k % nch) * CHUNK;
+        uint64_t p = b * blen + c;
+        int64_t o = (int64_t)b * stride + (int64_t)c;
+        uint64_t n = clamp(&p, blen - c < CHUNK ? blen - c : CHUNK, off, len, &o);
         if (!n)
             continue;
         if (dir == 0)
             warp_copy(pk + (p - off), nc + o, n, lane);
         else
             warp_copy(nc + o, pk + (p - off), n, lane);
+    }
+}
+
+/* Units of at most SMALL_UNIT bytes (a transpose's single elements): one
+ * thread each instead of one warp each, which left 31 lanes idle. */
+#define SMALL_UNIT 16
+
+__global__ void small_units_kernel(int dir, const xp_dt_cuda_unit_t *u, uint64_t nunits, char *nc, char *pk,
+                                   uint64_t off, uint64_t len)
+{
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < nunits; i += stride) {
+        uint64_t p = u[i].dst;
+        int64_t o = u[i].src;
+        uint64_t n = clamp(&p, u[i].len, off, len, &o);
+        if (!n)
+            continue;
+        char *d = dir == 0 ? pk + (p - off) : nc + o;
+        const char *s = dir == 0 ? nc + o : pk + (p - off);
+        if (n == 8 && (((uintptr_t)d | (uintptr_t)s) & 7) == 0)
+            *(uint64_t *)d = *(const uint64_t *)s;
+        else
+            for (uint64_t j = 0; j < n; j++)
+                d[j] = s[j];
     }
 }
 
@@ -92,18 +133,38 @@ __global__ void units_kernel(int dir, const xp_dt_cuda_unit_t *u, uint64_t nunit
     }
 }
 
-static unsigned grid_for(uint64_t pieces)
+/* Blocks of THREADS threads for `pieces` pieces of `per_block` per block. */
+static unsigned grid_for_n(uint64_t pieces, uint64_t per_block)
 {
-    uint64_t blocks = (pieces + THREADS / WARP - 1) / (THREADS / WARP);
+    uint64_t blocks = (pieces + per_block - 1) / per_block;
     if (blocks > 65535)
         blocks = 65535; /* the kernels walk grid-stride */
     return blocks ? (unsigned)blocks : 1;
 }
 
+/* One warp per piece. */
+static unsigned grid_for(uint64_t pieces)
+{
+    return grid_for_n(pieces, THREADS / WARP);
+}
+
 static int init(void)
 {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    int n = 0, dev = 0, pools = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1 ||
+        cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess)
+        g_async_alloc = pools != 0;
+    /* Load the kernels now (lazy module loading would load them at their
+     * first launch, which may wait for every running kernel). */
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, vector_kernel) != cudaSuccess ||
+        cudaFuncGetAttributes(&fa, units_kernel) != cudaSuccess ||
+        cudaFuncGetAttributes(&fa, small_units_kernel) != cudaSuccess) {
         cudaGetLastError();
         return -1;
     }
@@ -131,7 +192,30 @@ static int mem_type(const void *p, void **dev)
 
 static int finish(void)
 {
-    return cudaGetLastError() == cudaSuccess && cudaStreamSynchronize(0) == cudaSuccess ? 0 : -1;
+    return cudaGetLastError() == cudaSuccess && cudaStreamSynchronize(g_stream) == cudaSuccess ? 0 : -1;
+}
+
+static void *alloc_dev(size_t n)
+{
+    void *d = NULL;
+    cudaError_t e = g_async_alloc ? cudaMallocAsync(&d, n ? n : 1, g_stream) : cudaMalloc(&d, n ? n : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return d;
+}
+
+static void free_dev(void *p)
+{
+    if (!p)
+        return;
+    if (g_async_alloc) {
+        cudaFreeAsync(p, g_stream);
+        cudaStreamSynchronize(g_stream);
+    } else {
+        cudaFree(p);
+    }
 }
 
 static int vector(int dir, char *nc, int64_t stride, uint64_t blen, uint64_t off, uint64_t len, char *pk)
@@ -140,17 +224,18 @@ static int vector(int dir, char *nc, int64_t stride, uint64_t blen, uint64_t off
         return 0;
     uint64_t first = off / blen, last = (off + len - 1) / blen;
     uint64_t nblk = last - first + 1;
-    vector_kernel<<<grid_for(nblk), THREADS>>>(dir, nc, stride, blen, first, nblk, off, len, pk);
+    vector_kernel<<<grid_for(nblk * ((blen + CHUNK - 1) / CHUNK)), THREADS, 0, g_stream>>>(dir, nc, stride, blen, first, nblk, off, len, pk);
     return finish();
 }
 
 static void *units_upload(const xp_dt_cuda_unit_t *u, size_t n)
 {
-    void *d = NULL;
-    if (cudaMalloc(&d, n ? n * sizeof *u : 1) != cudaSuccess)
+    void *d = alloc_dev(n * sizeof *u);
+    if (!d)
         return NULL;
-    if (n && cudaMemcpy(d, u, n * sizeof *u, cudaMemcpyHostToDevice) != cudaSuccess) {
-        cudaFree(d);
+    if (n && (cudaMemcpyAsync(d, u, n * sizeof *u, cudaMemcpyHostToDevice, g_stream) != cudaSuccess ||
+              cudaStreamSynchronize(g_stream) != cudaSuccess)) {
+        free_dev(d);
         return NULL;
     }
     return d;
@@ -158,31 +243,45 @@ static void *units_upload(const xp_dt_cuda_unit_t *u, size_t n)
 
 static void units_free(void *units)
 {
-    cudaFree(units);
+    free_dev(units);
 }
 
-static int units_run(int dir, void *units, size_t first, size_t n, char *nc, char *pk, uint64_t off, uint64_t len)
+static int units_run(int dir, void *units, size_t first, size_t n, char *nc, char *pk, uint64_t off, uint64_t len,
+                     uint32_t max_len)
 {
     if (!n || !len)
         return 0;
-    units_kernel<<<grid_for(n), THREADS>>>(dir, (const xp_dt_cuda_unit_t *)units + first, n, nc, pk, off, len);
+    const xp_dt_cuda_unit_t *u = (const xp_dt_cuda_unit_t *)units + first;
+    if (max_len <= SMALL_UNIT)
+        small_units_kernel<<<grid_for_n(n, THREADS), THREADS, 0, g_stream>>>(dir, u, n, nc, pk, off, len);
+    else
+        units_kernel<<<grid_for(n), THREADS, 0, g_stream>>>(dir, u, n, nc, pk, off, len);
     return finish();
 }
 
 static void *dev_alloc(size_t n)
 {
-    void *d = NULL;
-    return cudaMalloc(&d, n ? n : 1) == cudaSuccess ? d : NULL;
+    void *d = alloc_dev(n);
+    /* stream-ordered: usable by this stream at once, by the host's copies
+     * only after the allocation itself has run */
+    if (d && g_async_alloc && cudaStreamSynchronize(g_stream) != cudaSuccess) {
+        free_dev(d);
+        return NULL;
+    }
+    return d;
 }
 
 static void dev_free(void *p)
 {
-    cudaFree(p);
+    free_dev(p);
 }
 
 static int copy(void *dst, const void *src, size_t n)
 {
-    return cudaMemcpy(dst, src, n, cudaMemcpyDefault) == cudaSuccess ? 0 : -1;
+    return cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, g_stream) == cudaSuccess &&
+                   cudaStreamSynchronize(g_stream) == cudaSuccess
+               ? 0
+               : -1;
 }
 
 static const xp_dt_cuda_ops_t ops = {
