@@ -8,12 +8,9 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include "fake_cuda/fake_cuda.h"
 #include "xp_test.h"
 #include "xportals/accel.h"
-
-typedef struct fake_stats {
-    int violations, bad_state, pauses, resumes, starts, stops, running;
-} fake_stats_t;
 
 static void (*stats_fn)(fake_stats_t *);
 

@@ -8,19 +8,13 @@
 #include <string.h>
 
 #include "accel/cuda_plugin.h"
+#include "fake_cuda.h"
 
 #define MAX_HANDLES 64
 
 typedef struct fake_handle {
     int running;
 } fake_handle_t;
-
-typedef struct fake_stats {
-    int violations;   /* CUDA memory calls made while a kernel ran */
-    int bad_state;    /* pause of a paused kernel, resume of a running one */
-    int pauses, resumes, starts, stops;
-    int running;      /* kernels running now */
-} fake_stats_t;
 
 /* A test double's bookkeeping: one per process, like the GPU it stands for. */
 static fake_stats_t stats;
