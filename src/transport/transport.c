@@ -426,12 +426,16 @@ static int pending_pred(void *arg)
  * nobody slept rang nobody, so only that look keeps us awake for it. */
 xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
+    return xp_tl_wait_spin(pred, arg, deadline_ns, xp_tl_spin_count());
+}
+
+xp_status_t xp_tl_wait_spin(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns, long spins)
+{
     struct xp_tl_state *st = xp_ctx.tl;
     if (!st)
         return XP_ERR_NOT_INIT;
     if (!pred)
         pred = pending_pred;
-    long spins = st->spins;
     for (long i = 0; i < spins; i++) {
         if (pred(arg))
             return XP_OK;

@@ -355,6 +355,9 @@ xp_doorbell_t *xp_tl_doorbell(void);
  * a thread that polls the transports must include xp_tl_pending() in pred.
  * Thread-safe; idle sleepers use no CPU. */
 xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns);
+/* xp_tl_wait with `spins` polls of pred before the sleep instead of
+ * xp_tl_spin_count() (0: sleep at once). */
+xp_status_t xp_tl_wait_spin(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns, long spins);
 /* Polls a waiter should spin before sleeping: XP_SPIN_COUNT, or far fewer
  * when the node runs more local ranks than this process has CPUs (unless
  * XP_SPIN_COUNT was set explicitly). xp_tl_wait spins this many. */

@@ -5,3 +5,9 @@ if(TARGET xprun)
   xp_mp_test(mp_progress_handback NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_progress_handback.c
              LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
 endif()
+# OpenSHMEM's put + spin on a flag in memory: the progress thread alone
+# handles the puts and gives the shared CPU back after each (mp_progress_memspin.c).
+if(TARGET xprun)
+  xp_mp_test(mp_progress_memspin NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_progress_memspin.c
+             LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+endif()
