@@ -210,7 +210,12 @@ PTL_EXPORT int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size,
 #define PTL_PT_ONLY_USE_ONCE (1u << 0) /* hint: every entry is USE_ONCE */
 #define PTL_PT_FLOWCTRL      (1u << 1) /* disable the entry on resource exhaustion */
 #define PTL_PT_ONLY_TRUNCATE (1u << 2) /* hint: no entry uses NO_TRUNCATE */
-#define PTL_PT_ALLOC_OPTIONS_MASK ((1u << 3) - 1)
+/* Permission: messages may match this entry's lists out of order (a
+ * hashed matching unit's option, used by e.g. distributed hash tables).
+ * Accepted; matching stays ordered here (the hashed lists keep insertion
+ * order), which every unordered client accepts. */
+#define PTL_PT_MATCH_UNORDERED (1u << 3)
+#define PTL_PT_ALLOC_OPTIONS_MASK ((1u << 4) - 1)
 
 PTL_EXPORT int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options,
                           ptl_handle_eq_t eq_handle, ptl_pt_index_t pt_index_req,

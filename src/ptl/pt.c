@@ -344,6 +344,16 @@ void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events)
  * an aligned offset), not a requirement, so packing messages back to back
  * (alignment 1) conforms, and wastes no buffer space. */
 
+/* One found or consumed header on the entry's counter: its bytes under
+ * EVENT_CT_BYTES, else 1; a header whose message failed counts a failure. */
+static void search_count_one(xp_le_t *le, const ptl_event_t *ev)
+{
+    if (ev->ni_fail_type == PTL_NI_OK)
+        xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? ev->mlength : 1, 0);
+    else
+        xp_ct_add(le->ct, 0, 1);
+}
+
 /* Deliver unexpected header h to a new priority entry (PUT_OVERFLOW & co). */
 static void uh_deliver(xp_pt_t *pt, xp_le_t *le, xp_uh_t *uh, int search, ptl_search_op_t op)
 {
@@ -362,16 +372,10 @@ static void uh_deliver(xp_pt_t *pt, xp_le_t *le, xp_uh_t *uh, int search, ptl_se
     if (!(le->options & PTL_ME_EVENT_OVER_DISABLE) &&
         !(le->options & PTL_ME_EVENT_COMM_DISABLE))
         xp_pt_post_event(pt, &ev);
-    /* A SEARCH_DELETE consumes the message as an append would, and the spec
-     * has searches generate events "just as an append": count it. A
-     * SEARCH_ONLY leaves the message for a later entry, which counts it. */
-    if (le->ct && (le->options & PTL_ME_EVENT_CT_OVERFLOW) &&
-        (!search || op == PTL_SEARCH_DELETE)) {
-        if (ev.ni_fail_type == PTL_NI_OK)
-            xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? ev.mlength : 1, 0);
-        else
-            xp_ct_add(le->ct, 0, 1);
-    }
+    /* An append counts what it consumes under EVENT_CT_OVERFLOW; a search
+     * counts every header it finds (search_count). */
+    if (le->ct && (search || (le->options & PTL_ME_EVENT_CT_OVERFLOW)))
+        search_count_one(le, &ev);
 }
 
 static xp_match_spec_t entry_spec(xp_ni_t *ni, const ptl_me_t *me)
@@ -864,6 +868,16 @@ static int entry_search(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, cons
         xp_uh_release(pt, h->user, 1);
         h = next;
     }
+    /* A search with a counter counts each header found (above, success)
+     * and then its end as one failure, so that PtlCTWait(ct, n + 1) waits
+     * for a search that found n; a use-once search that found its header
+     * has no end to count. This is what the reference implementation's
+     * test suite expects of searches with a counter (its programs
+     * test_search_only_counter_*, test_search_delete_counter_*: success 5,
+     * failure 1 after 5 headers; success 1, failure 0 use-once; success 0,
+     * failure 1 when nothing matches), whatever the entry's CT options. */
+    if (tmp.ct && !(found && (tmp.options & PTL_ME_USE_ONCE)))
+        xp_ct_add(tmp.ct, 0, 1);
     if (!found) {
         ptl_event_t ev;
         memset(&ev, 0, sizeof(ev));

@@ -4,16 +4,16 @@
  * on a non-matching (LE) and a matching (ME) logical NI. Our own test.
  *
  * Rank 0 sends 5 puts (match bits 1, 55, 1, 1, 55) that land unexpected in
- * rank 1's overflow entry. Rank 1 then searches:
- *   - SEARCH_ONLY with a persistent entry reports every matching header
- *     (as the reference suite's test_persistent_search expects) and counts
- *     nothing (the messages stay; whoever consumes them later counts them);
- *   - SEARCH_DELETE with USE_ONCE and EVENT_CT_OVERFLOW consumes one header:
- *     one *_OVERFLOW event, success + 1 on the searching entry's counter;
- *   - a persistent SEARCH_DELETE consumes every match: one event and one
- *     count each;
+ * rank 1's overflow entry. Rank 1 then searches with a counter on the
+ * searching entry, whose CT options do not matter (none, or CT_BYTES):
+ *   - each header found counts one success (its bytes under CT_BYTES), for
+ *     SEARCH_ONLY as for SEARCH_DELETE, and the end of the search one
+ *     failure; a use-once search that found its header has no end to count;
+ *   - SEARCH_ONLY reports every matching header (PTL_EVENT_SEARCH, as the
+ *     reference suite's test_persistent_search expects) and consumes none;
+ *   - SEARCH_DELETE consumes what it finds: one *_OVERFLOW event each;
  *   - a search of an empty unexpected list reports PTL_EVENT_SEARCH with
- *     PTL_NI_NO_MATCH and counts no success.
+ *     PTL_NI_NO_MATCH and counts one failure, use-once or not.
  */
 #include <portals4.h>
 
@@ -86,14 +86,16 @@ static void expect_events(ctx_t *c, int n, ptl_event_kind_t kind, ptl_ni_fail_t 
     XP_CHECK_EQ(PtlEQGet(c->eq, &ev), PTL_EQ_EMPTY);
 }
 
-static void check_ct(ptl_handle_ct_t ct, ptl_size_t success, const char *what)
+static void check_ct(ptl_handle_ct_t ct, ptl_size_t success, ptl_size_t failure, const char *what)
 {
     ptl_ct_event_t cte;
     XP_CHECK_EQ(PtlCTGet(ct, &cte), PTL_OK);
-    if (cte.success != success)
-        fprintf(stderr, "%s: success %llu, expected %llu\n", what,
-                (unsigned long long)cte.success, (unsigned long long)success);
+    if (cte.success != success || cte.failure != failure)
+        fprintf(stderr, "%s: success %llu failure %llu, expected %llu %llu\n", what,
+                (unsigned long long)cte.success, (unsigned long long)cte.failure,
+                (unsigned long long)success, (unsigned long long)failure);
     XP_CHECK_EQ(cte.success, success);
+    XP_CHECK_EQ(cte.failure, failure);
     ptl_ct_event_t zero = { 0, 0 };
     XP_CHECK_EQ(PtlCTSet(ct, zero), PTL_OK);
 }
@@ -124,43 +126,58 @@ static void searcher(ctx_t *c)
     XP_REQUIRE(PtlCTWait(ct_arrive, 5, &cte) == PTL_OK);
     XP_CHECK_EQ(cte.failure, 0);
 
-    unsigned sopts = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_CT_OVERFLOW;
+    unsigned sopts = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE;
     ptl_match_bits_t all = ~(ptl_match_bits_t)0;
     int tag;
 
-    /* SEARCH_ONLY: one report per match (ME: bits 1 -> 3; LE: all 5),
-     * nothing consumed, nothing counted; a use-once entry reports one. */
+    /* SEARCH_ONLY: one report and one count per match (ME: bits 1 -> 3;
+     * LE: all 5) and one failure at the end, nothing consumed; a use-once
+     * entry reports and counts one, and no end. */
+    int n = c->matching ? 3 : 5;
     XP_CHECK_EQ(search(c, 1, 0, sopts, ct_search, PTL_SEARCH_ONLY, &tag), PTL_OK);
-    expect_events(c, c->matching ? 3 : 5, PTL_EVENT_SEARCH, PTL_NI_OK, &tag);
+    expect_events(c, n, PTL_EVENT_SEARCH, PTL_NI_OK, &tag);
+    check_ct(ct_search, (ptl_size_t)n, 1, "SEARCH_ONLY");
     XP_CHECK_EQ(search(c, 1, 0, sopts | PTL_ME_USE_ONCE, ct_search, PTL_SEARCH_ONLY, &tag), PTL_OK);
     expect_events(c, 1, PTL_EVENT_SEARCH, PTL_NI_OK, &tag);
-    check_ct(ct_search, 0, "SEARCH_ONLY");
+    check_ct(ct_search, 1, 0, "USE_ONCE SEARCH_ONLY");
+    /* CT_BYTES: the bytes of each header found (8 each). */
+    XP_CHECK_EQ(search(c, 1, 0, sopts | PTL_ME_EVENT_CT_BYTES, ct_search, PTL_SEARCH_ONLY, &tag),
+                PTL_OK);
+    expect_events(c, n, PTL_EVENT_SEARCH, PTL_NI_OK, &tag);
+    check_ct(ct_search, (ptl_size_t)n * sizeof(uint64_t), 1, "SEARCH_ONLY, CT_BYTES");
 
     /* USE_ONCE SEARCH_DELETE: one header consumed and counted. */
     XP_CHECK_EQ(search(c, 55, 0, sopts | PTL_ME_USE_ONCE, ct_search, PTL_SEARCH_DELETE, &tag),
                 PTL_OK);
     expect_events(c, 1, PTL_EVENT_PUT_OVERFLOW, PTL_NI_OK, &tag);
-    check_ct(ct_search, 1, "USE_ONCE SEARCH_DELETE");
+    check_ct(ct_search, 1, 0, "USE_ONCE SEARCH_DELETE");
 
     /* Persistent SEARCH_DELETE: every match (ME: bits 1 -> 3; LE: all 4). */
-    int n = c->matching ? 3 : 4;
+    n = c->matching ? 3 : 4;
     XP_CHECK_EQ(search(c, 1, 0, sopts, ct_search, PTL_SEARCH_DELETE, &tag), PTL_OK);
     expect_events(c, n, PTL_EVENT_PUT_OVERFLOW, PTL_NI_OK, &tag);
-    check_ct(ct_search, (ptl_size_t)n, "persistent SEARCH_DELETE");
+    check_ct(ct_search, (ptl_size_t)n, 1, "persistent SEARCH_DELETE");
 
     if (c->matching) { /* the last header (bits 55) */
         XP_CHECK_EQ(search(c, 0, all, sopts, ct_search, PTL_SEARCH_DELETE, &tag), PTL_OK);
         expect_events(c, 1, PTL_EVENT_PUT_OVERFLOW, PTL_NI_OK, &tag);
-        check_ct(ct_search, 1, "wildcard SEARCH_DELETE");
+        check_ct(ct_search, 1, 1, "wildcard SEARCH_DELETE");
     }
 
-    /* Empty unexpected list: NO_MATCH, for either op and either lifetime. */
+    /* Empty unexpected list: NO_MATCH and one failure, for either op and
+     * either lifetime. */
     XP_CHECK_EQ(search(c, 0, all, sopts, ct_search, PTL_SEARCH_DELETE, &tag), PTL_OK);
     expect_events(c, 1, PTL_EVENT_SEARCH, PTL_NI_NO_MATCH, &tag);
+    check_ct(ct_search, 0, 1, "empty list, SEARCH_DELETE");
     XP_CHECK_EQ(search(c, 0, all, sopts | PTL_ME_USE_ONCE, ct_search, PTL_SEARCH_ONLY, &tag),
                 PTL_OK);
     expect_events(c, 1, PTL_EVENT_SEARCH, PTL_NI_NO_MATCH, &tag);
-    check_ct(ct_search, 0, "empty list");
+    check_ct(ct_search, 0, 1, "empty list, USE_ONCE SEARCH_ONLY");
+    /* Without a counter nothing is counted anywhere (the arrival counter
+     * saw its 5 arrivals only). */
+    XP_CHECK_EQ(search(c, 0, all, sopts, PTL_CT_NONE, PTL_SEARCH_ONLY, &tag), PTL_OK);
+    expect_events(c, 1, PTL_EVENT_SEARCH, PTL_NI_NO_MATCH, &tag);
+    check_ct(ct_arrive, 5, 0, "arrivals");
 
     XP_CHECK_EQ(c->matching ? PtlMEUnlink(ovf) : PtlLEUnlink(ovf), PTL_OK);
     XP_CHECK_EQ(PtlCTFree(ct_search), PTL_OK);

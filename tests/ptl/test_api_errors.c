@@ -284,6 +284,10 @@ static void pt_alloc(ptl_handle_ni_t ni, ptl_handle_eq_t eq, int max_pt)
     XP_CHECK_EQ(PtlPTFree(ni, 6), PTL_OK);
     XP_CHECK_EQ(PtlPTFree(ni, PTL_PT_ANY), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlPTFree(ni, 7), PTL_ARG_INVALID); /* the failed calls allocated nothing */
+    /* The unordered-matching permission is an accepted option. */
+    XP_CHECK_EQ(PtlPTAlloc(ni, PTL_PT_MATCH_UNORDERED | PTL_PT_ONLY_USE_ONCE, PTL_EQ_NONE, 7, &b),
+                PTL_OK);
+    XP_CHECK_EQ(PtlPTFree(ni, 7), PTL_OK);
     /* PT_ANY until full, then PTL_PT_FULL */
     int n = 0;
     ptl_pt_index_t got;

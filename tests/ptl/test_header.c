@@ -178,7 +178,8 @@ static void check_option_bits(void)
                             PTL_NI_PHYSICAL };
     check_bits("NI options", ni, N(ni), PTL_NI_INIT_OPTIONS_MASK);
 
-    const unsigned pt[] = { PTL_PT_ONLY_USE_ONCE, PTL_PT_FLOWCTRL, PTL_PT_ONLY_TRUNCATE };
+    const unsigned pt[] = { PTL_PT_ONLY_USE_ONCE, PTL_PT_FLOWCTRL, PTL_PT_ONLY_TRUNCATE,
+                            PTL_PT_MATCH_UNORDERED };
     check_bits("PT options", pt, N(pt), PTL_PT_ALLOC_OPTIONS_MASK);
 
     const unsigned md[] = { PTL_IOVEC, PTL_MD_EVENT_SUCCESS_DISABLE, PTL_MD_EVENT_SEND_DISABLE,
