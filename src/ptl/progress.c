@@ -418,6 +418,15 @@ static int asym_fence_register(void)
 
 /* ---------------------------------------------------------------- progress thread */
 
+/* The progress thread's first sleep after a poll that found nothing: a nap
+ * without the membarrier that XP_SHM_ASYM_FENCE asks of a sleeper (~4 us of
+ * the ~10 per message while the application spins on memory and the progress
+ * thread sleeps after every packet). Senders see it asleep and ring, unless
+ * their packet raced with its going to sleep (a window of a store buffer's
+ * drain): then the nap's end finds the packet. An idle process pays one such
+ * wake-up per idle period, then sleeps for good behind the membarrier. */
+#define NAP_NS 200000
+
 /* The progress thread's reasons to wake, queued answers aside. */
 static int thread_retry_pred(void *arg)
 {
@@ -504,7 +513,7 @@ static void *progress_main(void *arg)
         if (deferred(st)) /* a peer's ring is full: retry soon */
             xp_tl_wait_spin(thread_retry_pred, st, xp_time_ns() + DEFER_RETRY_NS,
                             st->progress_spins);
-        else
+        else if (!xp_tl_nap(thread_pred, st, NAP_NS))
             xp_tl_wait_spin(thread_pred, st, UINT64_MAX, st->progress_spins);
         thread_progress(st);
     }

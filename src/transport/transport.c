@@ -424,6 +424,22 @@ static int pending_pred(void *arg)
  * Packets arriving after that check ring us because they see sleepers != 0.
  * A poller's pred must include xp_tl_pending(): a packet that arrived while
  * nobody slept rang nobody, so only that look keeps us awake for it. */
+int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!pred)
+        pred = pending_pred;
+    if (!st)
+        return pred(arg);
+    xp_doorbell_t *db = st->params.doorbell;
+    uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+    if (!pred(arg))
+        (void)xp_futex_wait(&db->seq, seen, max_ns);
+    __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+    return pred(arg);
+}
+
 xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
     return xp_tl_wait_spin(pred, arg, deadline_ns, xp_tl_spin_count());

@@ -358,6 +358,13 @@ xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns);
 /* xp_tl_wait with `spins` polls of pred before the sleep instead of
  * xp_tl_spin_count() (0: sleep at once). */
 xp_status_t xp_tl_wait_spin(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns, long spins);
+/* A nap of at most max_ns on the process doorbell without the transports'
+ * before_sleep (XP_SHM_ASYM_FENCE's membarrier, ~4 us): a packet whose
+ * sender did not see this sleeper in time may not ring it, so it can be
+ * found only when the nap ends. For a thread that sleeps after every
+ * packet; an xp_tl_wait must follow a nap that ends with pred false.
+ * Returns pred(arg) at the end. */
+int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns);
 /* Polls a waiter should spin before sleeping: XP_SPIN_COUNT, or far fewer
  * when the node runs more local ranks than this process has CPUs (unless
  * XP_SPIN_COUNT was set explicitly). xp_tl_wait spins this many. */
