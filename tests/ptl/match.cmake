@@ -18,7 +18,8 @@ if(XP_BUILD_BENCH AND TARGET xprun)
     "ptl_bw|--max-size 64k --iters 5 --reps 2"
     "ptl_msgrate|--iters 5 --reps 2"
     "ptl_atomic_lat|--iters 50 --reps 2"
-    "ptl_unexpected|--queue 1000 --reps 2")
+    "ptl_unexpected|--queue 1000 --reps 2"
+    "ptl_flag_pingpong|--iters 200 --reps 2")
   set(_i 0)
   foreach(_spec ${_xp_bench_smoke})
     string(REPLACE "|" ";" _parts "${_spec}")

@@ -1,0 +1,143 @@
+/*
+ * bench/ptl_flag_pingpong.c - OpenSHMEM-style ping-pong: an 8-byte put of a
+ * counter into the peer's flag, then a wait until the own flag holds the
+ * peer's answer; half round trip. Two ways to wait, both measured:
+ *
+ *   wait=ct      PtlCTGet on the flag's counter, then PtlCTWait for one more
+ *                (Sandia OpenSHMEM's single-threaded wait_until over
+ *                Portals): the waiting thread handles the packets itself.
+ *   wait=memory  reads of the flag only, no library call (OpenSHMEM's
+ *                polling wait, hard polling, or any thread that waits on
+ *                memory): only the progress thread handles the puts, so this
+ *                measures its wake-up and how soon it gives the CPU back.
+ *                Needs XP_PROGRESS=thread (skipped with inline progress).
+ *
+ *   xprun -n 2 ptl_flag_pingpong [--iters 20000] [--reps 11]
+ */
+#include "bench_common.h"
+
+enum { FLAG_PT = 3 };
+
+typedef struct {
+    ptl_handle_md_t md;
+    ptl_handle_ct_t ct;
+    ptl_pt_index_t pt;
+    volatile uint64_t *flag;
+    uint64_t *src;
+} flag_pp_t;
+
+/* Wait until the flag holds v, by the counter or by memory reads. */
+static void wait_flag(const flag_pp_t *f, uint64_t v, int by_ct)
+{
+    ptl_ct_event_t c;
+    while (*f->flag != v) {
+        if (!by_ct)
+            continue;
+        BENCH_CHECK(PtlCTGet(f->ct, &c));
+        if (*f->flag == v)
+            break;
+        BENCH_CHECK(PtlCTWait(f->ct, c.success + c.failure + 1, &c));
+    }
+}
+
+static void send_flag(const flag_pp_t *f, int peer, uint64_t v)
+{
+    *f->src = v;
+    BENCH_CHECK(PtlPut(f->md, 0, sizeof(uint64_t), PTL_NO_ACK_REQ, bench_peer(peer), f->pt, 0, 0,
+                       NULL, 0));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Per repetition the mean half round trip (median_us etc., like the other
+ * benchmarks), and over all timed round trips their own percentiles: a
+ * thread that waits on memory depends on the scheduler, and its rare
+ * millisecond stalls show in the means, not in the typical round trip. */
+static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
+{
+    double *v = calloc((size_t)b->reps, sizeof(*v));
+    double *rt = calloc((size_t)(b->reps * b->iters), sizeof(*rt));
+    int peer = 1 - b->rank;
+    for (long r = 0; r < b->reps; r++) {
+        double t0 = 0, prev = 0;
+        for (long i = 0; i < b->warmup + b->iters; i++) {
+            uint64_t x = ++*next;
+            if (i == b->warmup)
+                t0 = prev = bench_now_us();
+            if (b->rank == 0) {
+                send_flag(f, peer, x);
+                wait_flag(f, x, by_ct);
+            } else {
+                wait_flag(f, x, by_ct);
+                send_flag(f, peer, x);
+            }
+            if (i >= b->warmup) {
+                double now = bench_now_us();
+                rt[r * b->iters + (i - b->warmup)] = (now - prev) / 2.0;
+                prev = now;
+            }
+        }
+        v[r] = (bench_now_us() - t0) / (2.0 * (double)b->iters);
+    }
+    if (b->rank == 0) {
+        long n = b->reps * b->iters;
+        bench_stats_t st = bench_stats(v, b->reps);
+        qsort(rt, (size_t)n, sizeof(*rt), cmp_double);
+        printf("bench=ptl_flag_pingpong wait=%s size=8 iters=%ld reps=%ld median_us=%.3f "
+               "min_us=%.3f p90_us=%.3f iter_p50_us=%.3f iter_p99_us=%.3f iter_max_us=%.1f\n",
+               by_ct ? "ct" : "memory", b->iters, b->reps, st.median, st.min, st.p90,
+               rt[n / 2], rt[n * 99 / 100], rt[n - 1]);
+        fflush(stdout);
+    }
+    free(rt);
+    free(v);
+}
+
+int main(int argc, char **argv)
+{
+    bench_t b = { .min_size = 8, .max_size = 8, .iters = 20000, .warmup = 200, .reps = 11,
+                  .window = 1 };
+    bench_init(&b, argc, argv, NULL);
+    const char *mode = getenv("XP_PROGRESS");
+    int progress_thread = !mode || !strcmp(mode, "thread");
+    int active = b.rank < 2 && b.size >= 2;
+    if (b.size < 2 && b.rank == 0)
+        fprintf(stderr, "ptl_flag_pingpong: needs 2 processes (xprun -n 2)\n");
+
+    ptl_handle_ni_t ni = bench_ni(0, 64);
+    flag_pp_t f;
+    f.flag = bench_alloc(sizeof(uint64_t));
+    f.src = bench_alloc(sizeof(uint64_t));
+    *f.flag = 0;
+    BENCH_CHECK(PtlCTAlloc(ni, &f.ct));
+    BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, FLAG_PT, &f.pt));
+    ptl_handle_any_t le = bench_post(ni, 0, f.pt, (void *)f.flag, sizeof(uint64_t), f.ct, 0,
+                                     bench_peer(0), 0);
+    /* VOLATILE: the source word is rewritten as soon as each put returns. */
+    f.md = bench_md(ni, f.src, sizeof(uint64_t), PTL_MD_VOLATILE, PTL_CT_NONE);
+    bench_barrier(&b);
+
+    uint64_t next = 0;
+    if (active)
+        run(&b, &f, 1, &next);
+    bench_barrier(&b);
+    if (active && progress_thread)
+        run(&b, &f, 0, &next);
+    else if (active && b.rank == 0)
+        printf("# wait=memory skipped: XP_PROGRESS=%s has no progress thread\n", mode);
+    bench_barrier(&b);
+
+    PtlMDRelease(f.md);
+    PtlLEUnlink(le);
+    PtlPTFree(ni, f.pt);
+    PtlCTFree(f.ct);
+    PtlNIFini(ni);
+    free((void *)f.flag);
+    free(f.src);
+    bench_fini(&b);
+    return 0;
+}
