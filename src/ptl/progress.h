@@ -136,7 +136,13 @@ xp_ptl_wait_inline(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg, uint64_t d
     if (pred(arg))
         return XP_OK;
     xp_ptl_active_begin(&a);
-    for (long i = 0; i < a.spins; i++) {
+    /* a.spins bounds the looks that handle nothing: a waiter that keeps
+     * handling packets (a target serving gets or atomics while it waits for
+     * their count) keeps the CPU it already has, instead of parking and
+     * handing every packet to the progress thread, a wake-up each
+     * (fetch-add round trip 0.39-0.41 us inline; 0.9 us once the progress
+     * thread stopped spinning after each packet). */
+    for (long i = 0, idle = 0; idle < a.spins; i++, idle++) {
         /* The rings first: this look is what a pause delays, and a packet
          * is seen soonest when the look follows the pause directly (a raw
          * two-process ring with other loads before its look after each
@@ -157,8 +163,10 @@ xp_ptl_wait_inline(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg, uint64_t d
             break;
         }
         /* After a poll that handled something, poll again at once. */
-        if (n > 0)
+        if (n > 0) {
+            idle = -1;
             continue;
+        }
         /* Packets that stay pending are another thread's: the progress
          * thread is in a long handler (a large copy that a peer waits for,
          * split_copy). Spinning here takes its CPU (xprun binds a rank's
