@@ -184,6 +184,7 @@ typedef struct xp_ptl_state {
     int progress_running;
     int progress_stop;
     long progress_spins;           /* its polls before a doorbell sleep (progress.c) */
+    int progress_nap;              /* it naps before that sleep (progress.c) */
     xp_poll_lock_t poll_lock;      /* one thread handles packets at a time (zero: free) */
     uint32_t abort_gen;            /* bumped by xp_ptl_interrupt */
     uint32_t user_abort_gen;       /* bumped by PtlAbort (before abort_gen) */

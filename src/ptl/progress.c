@@ -513,7 +513,7 @@ static void *progress_main(void *arg)
         if (deferred(st)) /* a peer's ring is full: retry soon */
             xp_tl_wait_spin(thread_retry_pred, st, xp_time_ns() + DEFER_RETRY_NS,
                             st->progress_spins);
-        else if (!xp_tl_nap(thread_pred, st, NAP_NS))
+        else if (!st->progress_nap || !xp_tl_nap(thread_pred, st, NAP_NS))
             xp_tl_wait_spin(thread_pred, st, UINT64_MAX, st->progress_spins);
         thread_progress(st);
     }
@@ -561,26 +561,36 @@ static int runtime_poll_hook(void)
     return pending;
 }
 
-/* The progress thread's spin before a doorbell sleep: none unless a CPU is
- * likely spare for it (its mask holds two or more CPUs and the node at least
- * two per local rank). It runs only while no application thread waits in
- * the library, so they compute or spin on memory (shmem_wait_until), on the
- * CPU it shares with them (xprun binds a rank's threads to one; on a full
- * node every CPU is theirs). There a spin of XP_SPIN_COUNT looks (~140 us on
- * the 2.1 GHz dev VM) after every packet held the CPU that the application
- * needs to see what the packet wrote: a put-and-spin-on-the-flag ping-pong
- * (OpenSHMEM's put + wait_until) took 77-87 us per message (p99 2 ms), 10
- * without the spin, and the reference suite's test_amo_barrier passed 0 of
- * 10 runs. A sleeping progress thread is woken by the packet's doorbell
- * ring, and the wake-up preempts the spinning application thread at once. */
-static long progress_thread_spins(void)
+/* How the progress thread falls asleep when its poll finds nothing: its
+ * spin first (st->progress_spins) and whether it naps (st->progress_nap).
+ * - A CPU likely spare for it (its mask holds two or more CPUs and the node
+ *   at least two per local rank): XP_SPIN_COUNT looks, then the doorbell.
+ * - Sharing a CPU with the application (xprun binds a rank's threads to
+ *   one; on a full node every CPU is theirs): no spin, and a nap first. It
+ *   runs only while no application thread waits in the library, so they
+ *   compute or spin on memory (shmem_wait_until) on its CPU: there a spin of
+ *   XP_SPIN_COUNT looks (~140 us on the 2.1 GHz dev VM) after every packet
+ *   held the CPU that the application needs to see what the packet wrote (a
+ *   put-and-spin-on-the-flag ping-pong, OpenSHMEM's put + wait_until: 77-87
+ *   us per message, p99 2 ms; 10 without the spin; the reference suite's
+ *   test_amo_barrier passed 0 of 10 runs). A sleeping progress thread is
+ *   woken by the packet's doorbell ring, and the wake-up preempts the
+ *   spinning application thread at once.
+ * - More local ranks than CPUs: the short spin waiters use there
+ *   (xp_tl_spin_count(), ~1-2 us), no nap. Its CPU is shared with other
+ *   ranks too, and a short look lets it see its own application thread
+ *   begin a wait and park off the doorbell; asleep on the doorbell instead,
+ *   every peer's send rings it (ring_bench -n 4 on 2 CPUs: 13-22 us per hop
+ *   without the spin or with the nap, 8.2-10.4 with both as here). */
+static void progress_thread_sleep_mode(xp_ptl_state_t *st)
 {
     cpu_set_t set;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2 || ncpu < 2 ||
-        (long)xp_local_size() * 2 > ncpu)
-        return 0;
-    return xp_tl_spin_count();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), local = xp_local_size();
+    int spare = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2 &&
+                ncpu >= 2 && local * 2 <= ncpu;
+    int oversubscribed = ncpu > 0 && local > ncpu;
+    st->progress_spins = spare || oversubscribed ? xp_tl_spin_count() : 0;
+    st->progress_nap = !spare && !oversubscribed;
 }
 
 xp_status_t xp_ptl_progress_start(void)
@@ -596,7 +606,7 @@ xp_status_t xp_ptl_progress_start(void)
         return XP_OK;
     }
     st->progress_stop = 0;
-    st->progress_spins = progress_thread_spins();
+    progress_thread_sleep_mode(st);
     err = pthread_create(&st->progress_thread, NULL, progress_main, st);
     if (err) {
         errno = err;
