@@ -581,7 +581,7 @@ static int runtime_poll_hook(void)
  *   ranks too, and a short look lets it see its own application thread
  *   begin a wait and park off the doorbell; asleep on the doorbell instead,
  *   every peer's send rings it (ring_bench -n 4 on 2 CPUs: 13-22 us per hop
- *   without the spin or with the nap, 8.2-10.4 with both as here). */
+ *   without the spin or with the nap, 8.2-10.4 with the spin and no nap). */
 static void progress_thread_sleep_mode(xp_ptl_state_t *st)
 {
     cpu_set_t set;

@@ -346,7 +346,7 @@ void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events)
 
 /* One found or consumed header on the entry's counter: its bytes under
  * EVENT_CT_BYTES, else 1; a header whose message failed counts a failure. */
-static void search_count_one(xp_le_t *le, const ptl_event_t *ev)
+static void count_header(xp_le_t *le, const ptl_event_t *ev)
 {
     if (ev->ni_fail_type == PTL_NI_OK)
         xp_ct_add(le->ct, (le->options & PTL_ME_EVENT_CT_BYTES) ? ev->mlength : 1, 0);
@@ -373,9 +373,10 @@ static void uh_deliver(xp_pt_t *pt, xp_le_t *le, xp_uh_t *uh, int search, ptl_se
         !(le->options & PTL_ME_EVENT_COMM_DISABLE))
         xp_pt_post_event(pt, &ev);
     /* An append counts what it consumes under EVENT_CT_OVERFLOW; a search
-     * counts every header it finds (search_count). */
+     * counts every header it finds, whatever its options (and its end:
+     * entry_search). */
     if (le->ct && (search || (le->options & PTL_ME_EVENT_CT_OVERFLOW)))
-        search_count_one(le, &ev);
+        count_header(le, &ev);
 }
 
 static xp_match_spec_t entry_spec(xp_ni_t *ni, const ptl_me_t *me)

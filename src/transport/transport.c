@@ -418,12 +418,8 @@ static int pending_pred(void *arg)
     return xp_tl_pending();
 }
 
-/* The sleeper's half of the doorbell protocol (util/atomic.c): seen, then
- * sleepers++, then before_sleep (the membarrier that stands in for the
- * fence XP_SHM_ASYM_FENCE senders leave out), then pred, then the futex.
- * Packets arriving after that check ring us because they see sleepers != 0.
- * A poller's pred must include xp_tl_pending(): a packet that arrived while
- * nobody slept rang nobody, so only that look keeps us awake for it. */
+/* A sleep without before_sleep (transport.h): bounded, so a missed ring
+ * costs at most max_ns. */
 int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns)
 {
     struct xp_tl_state *st = xp_ctx.tl;
@@ -440,6 +436,12 @@ int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns)
     return pred(arg);
 }
 
+/* The sleeper's half of the doorbell protocol (util/atomic.c): seen, then
+ * sleepers++, then before_sleep (the membarrier that stands in for the
+ * fence XP_SHM_ASYM_FENCE senders leave out), then pred, then the futex.
+ * Packets arriving after that check ring us because they see sleepers != 0.
+ * A poller's pred must include xp_tl_pending(): a packet that arrived while
+ * nobody slept rang nobody, so only that look keeps us awake for it. */
 xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
     return xp_tl_wait_spin(pred, arg, deadline_ns, xp_tl_spin_count());
