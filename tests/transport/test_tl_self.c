@@ -3,6 +3,7 @@
  * packets of every size through `self` and through `shm` alone, RMA within the
  * process, the doorbell, bad arguments, and XP_TRANSPORTS parsing.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,6 +116,61 @@ static void check_doorbell(void)
         ;
 }
 
+/* xp_tl_nap: bounded when nothing rings it (a condition that changes
+ * without a ring is seen when the nap ends), woken at once by a packet's
+ * ring, immediate when its predicate already holds. */
+static volatile int nap_flag;
+
+static int nap_flag_pred(void *arg)
+{
+    (void)arg;
+    return nap_flag;
+}
+
+static void *set_flag_quietly(void *arg)
+{
+    (void)arg;
+    usleep(2000);
+    nap_flag = 1; /* no ring */
+    return NULL;
+}
+
+static void *send_after_a_while(void *arg)
+{
+    (void)arg;
+    usleep(2000);
+    int x = 2;
+    XP_CHECK_EQ(xp_tl_send(xp_rank(), &x, sizeof x, NULL, 0), XP_OK); /* rings a sleeper */
+    return NULL;
+}
+
+static void check_nap(void)
+{
+    pthread_t t;
+    uint64_t t0 = xp_time_ns();
+    XP_CHECK_EQ(xp_tl_nap(pending_pred, NULL, 3000000), 0); /* 3 ms, nothing comes */
+    uint64_t dt = xp_time_ns() - t0;
+    XP_CHECK(dt >= 2000000 && dt < 2000000000ull);
+
+    nap_flag = 0;
+    XP_REQUIRE(pthread_create(&t, NULL, set_flag_quietly, NULL) == 0);
+    t0 = xp_time_ns();
+    XP_CHECK_EQ(xp_tl_nap(nap_flag_pred, NULL, 50000000), 1); /* found when the 50 ms end */
+    dt = xp_time_ns() - t0;
+    XP_CHECK(dt >= 40000000 && dt < 2000000000ull);
+    pthread_join(t, NULL);
+
+    XP_REQUIRE(pthread_create(&t, NULL, send_after_a_while, NULL) == 0);
+    t0 = xp_time_ns();
+    XP_CHECK(xp_tl_nap(pending_pred, NULL, 10000000000ull) != 0); /* the ring, not 10 s */
+    dt = xp_time_ns() - t0;
+    XP_CHECK(dt < 5000000000ull);
+    pthread_join(t, NULL);
+    while (xp_tl_progress() == 0)
+        ;
+    XP_CHECK_EQ(xp_tl_nap(nap_flag_pred, NULL, 10000000000ull), 1); /* holds already */
+}
+
 static void check_bad_args(void)
 {
     int x = 0;
@@ -178,6 +234,7 @@ static int full_run(void)
     check_loopback(&rx);
     check_rma();
     check_doorbell();
+    check_nap();
     check_bad_args();
     XP_CHECK_EQ(rx.bad, 0);
     xp_tl_fini();
