@@ -3,9 +3,10 @@
  *
  * Packets are handled inside xp_tl_progress(), in whichever thread polls:
  * every waiting or polling API call (inline progress) and, with
- * XP_PROGRESS=thread (the default), a per-process progress thread that spins
- * briefly and then sleeps on the process doorbell (xp_tl_doorbell()), which
- * every arriving packet rings. Only one thread runs the packet handler at a
+ * XP_PROGRESS=thread (the default), a per-process progress thread that
+ * sleeps on the process doorbell (xp_tl_doorbell()), which every arriving
+ * packet rings, when its poll finds nothing (after a spin only where a CPU
+ * is likely spare for it: progress.c, progress_thread_sleep_mode). Only one thread runs the packet handler at a
  * time (the others skip polling and just re-check their condition), so the
  * handler never runs concurrently with itself.
  *

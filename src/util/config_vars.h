@@ -21,7 +21,8 @@ XP_CONFIG_VAR(bootstrap, ENUM, "XP_BOOTSTRAP", "auto", 0, 0, "auto|pmi1|pmix|sin
 XP_CONFIG_VAR(bootstrap_timeout, INT, "XP_BOOTSTRAP_TIMEOUT", "120", 1, 86400, "",
               "Seconds to wait for the launcher's answer before giving up")
 XP_CONFIG_VAR(spin_count, INT, "XP_SPIN_COUNT", "2000", 0, 100000000, "",
-              "Polls before a waiting thread sleeps on a futex")
+              "Polls that find nothing before a waiting thread sleeps on a futex (the progress "
+              "thread spins only where a CPU is likely spare for it)")
 XP_CONFIG_VAR(accel_cuda, ENUM, "XP_ACCEL_CUDA", "auto", 0, 0, "off|auto",
               "Load the CUDA agent plugin when a CUDA agent is requested or the process uses CUDA (auto), or never (off)")
 XP_CONFIG_VAR(accel_plugin_dir, STRING, "XP_ACCEL_PLUGIN_DIR", "", 0, 0, "",
