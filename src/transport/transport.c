@@ -418,30 +418,40 @@ static int pending_pred(void *arg)
     return xp_tl_pending();
 }
 
-/* A sleep without before_sleep (transport.h): bounded, so a missed ring
- * costs at most max_ns. */
-int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns)
-{
-    struct xp_tl_state *st = xp_ctx.tl;
-    if (!pred)
-        pred = pending_pred;
-    if (!st)
-        return pred(arg);
-    xp_doorbell_t *db = st->params.doorbell;
-    uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-    if (!pred(arg))
-        (void)xp_futex_wait(&db->seq, seen, max_ns);
-    __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-    return pred(arg);
-}
-
 /* The sleeper's half of the doorbell protocol (util/atomic.c): seen, then
  * sleepers++, then before_sleep (the membarrier that stands in for the
  * fence XP_SHM_ASYM_FENCE senders leave out), then pred, then the futex.
  * Packets arriving after that check ring us because they see sleepers != 0.
  * A poller's pred must include xp_tl_pending(): a packet that arrived while
- * nobody slept rang nobody, so only that look keeps us awake for it. */
+ * nobody slept rang nobody, so only that look keeps us awake for it.
+ * One such sleep, until deadline_ns: XP_OK when pred already held,
+ * XP_ERR_TIMEOUT at the deadline, XP_ERR_AGAIN when woken (or raced: check
+ * again). Without `fenced` it skips before_sleep, and a packet whose sender
+ * did not see us yet may not ring us (xp_tl_nap). */
+static xp_status_t sleep_once(struct xp_tl_state *st, xp_wait_pred_t pred, void *arg,
+                              uint64_t deadline_ns, int fenced)
+{
+    xp_doorbell_t *db = st->params.doorbell;
+    uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; fenced && i < st->nopen; i++)
+        if (OPS_HAS(st->open[i].ops, before_sleep))
+            st->open[i].ops->before_sleep(st->open[i].tl);
+    xp_status_t s = XP_OK;
+    uint64_t now;
+    if (!pred(arg)) {
+        now = xp_time_ns();
+        s = now >= deadline_ns ? XP_ERR_TIMEOUT
+                               : xp_futex_wait(&db->seq, seen,
+                                               deadline_ns == UINT64_MAX ? UINT64_MAX
+                                                                         : deadline_ns - now);
+        if (s == XP_OK)
+            s = XP_ERR_AGAIN;
+    }
+    __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+    return s;
+}
+
 xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
     return xp_tl_wait_spin(pred, arg, deadline_ns, xp_tl_spin_count());
@@ -459,26 +469,19 @@ xp_status_t xp_tl_wait_spin(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns
             return XP_OK;
         xp_cpu_relax();
     }
-    xp_doorbell_t *db = st->params.doorbell;
-    for (;;) {
-        uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
-        __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-        for (int i = 0; i < st->nopen; i++)
-            if (OPS_HAS(st->open[i].ops, before_sleep))
-                st->open[i].ops->before_sleep(st->open[i].tl);
-        xp_status_t s = XP_OK;
-        uint64_t now;
-        if (!pred(arg)) {
-            now = xp_time_ns();
-            s = now >= deadline_ns ? XP_ERR_TIMEOUT
-                                   : xp_futex_wait(&db->seq, seen,
-                                                   deadline_ns == UINT64_MAX ? UINT64_MAX
-                                                                             : deadline_ns - now);
-            if (s == XP_OK)
-                s = XP_ERR_AGAIN; /* woken or raced: check again */
-        }
-        __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-        if (s != XP_ERR_AGAIN)
-            return s;
-    }
+    xp_status_t s;
+    while ((s = sleep_once(st, pred, arg, deadline_ns, 1)) == XP_ERR_AGAIN)
+        ;
+    return s;
+}
+
+/* One unfenced sleep: bounded, so a missed ring costs at most max_ns. */
+int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    if (!pred)
+        pred = pending_pred;
+    if (st)
+        (void)sleep_once(st, pred, arg, xp_time_ns() + max_ns, 0);
+    return pred(arg);
 }
