@@ -656,13 +656,20 @@ static inline const xp_tl_route_t *eager_route(int rank, size_t length)
     return r && length <= r->eager_max ? r : NULL;
 }
 
-/* The largest put from md that goes inline to rank: a PTL_MD_VOLATILE MD's
- * buffer may be reused as soon as PtlPut returns, up to max_volatile_size
- * (xp_eng_inline_max), so its data must be in the packet by then; other
- * MDs' puts go inline up to the eager limit. */
-static inline size_t put_inline_max(int rank, const xp_md_t *md)
+/* The largest put from MDs with these options that goes inline to rank: a
+ * PTL_MD_VOLATILE MD's buffer may be reused as soon as PtlPut returns, up to
+ * max_volatile_size (xp_eng_inline_max), so its data must be in the packet
+ * by then; other MDs' puts go inline up to the eager limit. */
+static inline size_t put_inline_max(int rank, unsigned md_options)
 {
-    return (md->options & PTL_MD_VOLATILE) ? xp_eng_inline_max(rank) : xp_eng_eager_max(rank);
+    return (md_options & PTL_MD_VOLATILE) ? xp_eng_inline_max(rank) : xp_eng_eager_max(rank);
+}
+
+/* The route for a put of length bytes from md inline, by the same rule;
+ * NULL: it does not go inline. */
+static inline const xp_tl_route_t *put_route(int rank, const xp_md_t *md, size_t length)
+{
+    return (md->options & PTL_MD_VOLATILE) ? inline_route(rank, length) : eager_route(rank, length);
 }
 
 /* One store per field, the rest zero (no clear-then-fill of 80 bytes). */
@@ -807,7 +814,7 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
                                                         ptl_size_t length, void *user_ptr)
 {
     int rma, answer = h->ack_req != PTL_NO_ACK_REQ;
-    size_t inl = put_inline_max(rank, md);
+    size_t inl = put_inline_max(rank, md->options);
     xp_status_t rc;
 
     rma = length > inl ||
@@ -860,7 +867,7 @@ put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl
     h.local_offset = local_offset;
     /* A plain (iovec-less, so contiguous) MD and a payload that fits one
      * packet of the route: inline; the rest in put_general. */
-    r = (md->options & PTL_MD_VOLATILE) ? inline_route(rank, length) : eager_route(rank, length);
+    r = put_route(rank, md, length);
     if (!r || md->region.iov)
         return put_general(rank, md, &h, local_offset, length, user_ptr);
     if (answer)
@@ -1158,8 +1165,7 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     h.flags = (uint8_t)flags;
     h.local_offset = off1;
     xp_md_expect(md);
-    if (len1 + len2 <= ((md->options | md2->options) & PTL_MD_VOLATILE ? xp_eng_inline_max(rank)
-                                                                        : xp_eng_eager_max(rank))) {
+    if (len1 + len2 <= put_inline_max(rank, md->options | md2->options)) {
         unsigned char buf[len1 + len2 ? len1 + len2 : 1];
         xp_region_read(&md->region, off1, buf, len1);
         xp_region_read(&md2->region, off2, buf + len1, len2);
