@@ -585,10 +585,10 @@ static int runtime_poll_hook(void)
 static void progress_thread_sleep_mode(xp_ptl_state_t *st)
 {
     cpu_set_t set;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), local = xp_local_size();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int spare = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2 &&
-                ncpu >= 2 && local * 2 <= ncpu;
-    int oversubscribed = ncpu > 0 && local > ncpu;
+                ncpu >= 2 && (long)xp_local_size() * 2 <= ncpu;
+    int oversubscribed = xp_tl_oversubscribed();
     st->progress_spins = spare || oversubscribed ? xp_tl_spin_count() : 0;
     st->progress_nap = !spare && !oversubscribed;
 }

@@ -6,9 +6,10 @@
  * XP_PROGRESS=thread (the default), a per-process progress thread that
  * sleeps on the process doorbell (xp_tl_doorbell()), which every arriving
  * packet rings, when its poll finds nothing (after a spin only where a CPU
- * is likely spare for it: progress.c, progress_thread_sleep_mode). Only one thread runs the packet handler at a
- * time (the others skip polling and just re-check their condition), so the
- * handler never runs concurrently with itself.
+ * is likely spare for it: progress.c, progress_thread_sleep_mode). Only one
+ * thread runs the packet handler at a time (the others skip polling and
+ * just re-check their condition), so the handler never runs concurrently
+ * with itself.
  *
  * While an application thread actively spins in xp_ptl_wait_until, the
  * progress thread parks off the doorbell, so senders do not pay for a futex

@@ -177,17 +177,21 @@ static void build_routes(struct xp_tl_state *st)
     }
 }
 
+int xp_tl_oversubscribed(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu > 0 && xp_local_size() > ncpu;
+}
+
 /* XP_SPIN_COUNT, unless the node is oversubscribed and the user did not
- * set it: more local ranks than online CPUs. (Not this process's affinity
- * mask: launchers such as xprun bind each rank to one CPU.) */
+ * set it. */
 static long choose_spins(void)
 {
     long spins = xp_config()->spin_count;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!xp_ctx.config_set[XP_CFG_IDX_spin_count] && ncpu > 0 && xp_local_size() > ncpu &&
+    if (!xp_ctx.config_set[XP_CFG_IDX_spin_count] && xp_tl_oversubscribed() &&
         spins > TL_OVERSUB_SPINS) {
         xp_info("%d local ranks on %ld CPUs: waiters spin %d polls before sleeping",
-                xp_local_size(), ncpu, TL_OVERSUB_SPINS);
+                xp_local_size(), sysconf(_SC_NPROCESSORS_ONLN), TL_OVERSUB_SPINS);
         spins = TL_OVERSUB_SPINS;
     }
     return spins;
