@@ -47,12 +47,6 @@ static void send_flag(const flag_pp_t *f, int peer, uint64_t v)
                        NULL, 0));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Per repetition the mean half round trip (median_us etc., like the other
  * benchmarks), and over all timed round trips their own percentiles: a
  * thread that waits on memory depends on the scheduler, and its rare
@@ -86,7 +80,7 @@ static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
     if (b->rank == 0) {
         long n = b->reps * b->iters;
         bench_stats_t st = bench_stats(v, b->reps);
-        qsort(rt, (size_t)n, sizeof(*rt), cmp_double);
+        qsort(rt, (size_t)n, sizeof(*rt), bench_cmp_double);
         printf("bench=ptl_flag_pingpong wait=%s size=8 iters=%ld reps=%ld median_us=%.3f "
                "min_us=%.3f p90_us=%.3f iter_p50_us=%.3f iter_p99_us=%.3f iter_max_us=%.1f\n",
                by_ct ? "ct" : "memory", b->iters, b->reps, st.median, st.min, st.p90,
