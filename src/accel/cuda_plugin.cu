@@ -107,23 +107,30 @@ __device__ static void host_inc32(unsigned int *p, int native)
         *(volatile unsigned int *)p = *(volatile unsigned int *)p + 1u;
 }
 
-__device__ static void signal_add(uint64_t sig_addr, long long delta, int native)
+/* A host signal's value changed by the device: added to (add) or stored
+ * (the space signal, whose only writer is the GPU). begun before the value,
+ * seq after it: a host waiter that sees the value does not return before
+ * seq is bumped (signal.c, lifetime invariant). */
+__device__ static void signal_update(xp_signal_t *s, long long v, int add, int native)
 {
-    if (!sig_addr)
-        return;
-    xp_signal_t *s = (xp_signal_t *)sig_addr;
-    /* begun before the value, seq after it: a host waiter that sees the value
-     * does not return before seq is bumped (signal.c, lifetime invariant). */
     host_lock(native);
     host_inc32((unsigned int *)&s->begun, native);
     __threadfence_system();
-    if (native)
-        atomicAdd_system((unsigned long long *)&s->value, (unsigned long long)delta);
+    if (!add)
+        *(volatile int64_t *)&s->value = (int64_t)v;
+    else if (native)
+        atomicAdd_system((unsigned long long *)&s->value, (unsigned long long)v);
     else
-        *(volatile long long *)&s->value = *(volatile long long *)&s->value + delta;
+        *(volatile long long *)&s->value = *(volatile long long *)&s->value + v;
     __threadfence_system();
     host_inc32((unsigned int *)&s->seq, native);
     host_unlock(native);
+}
+
+__device__ static void signal_add(uint64_t sig_addr, long long delta, int native)
+{
+    if (sig_addr)
+        signal_update((xp_signal_t *)sig_addr, delta, 1, native);
 }
 
 /* The GPU is the only writer of the space signal. */
@@ -133,13 +140,7 @@ __device__ static void queue_release(queue_shm *q, uint64_t r, int native)
     slot->header = (uint16_t)XP_AQL_TYPE_INVALID;
     __threadfence_system();
     *(volatile uint64_t *)&q->read_index = r + 1;
-    host_lock(native);
-    host_inc32((unsigned int *)&q->space.begun, native);
-    __threadfence_system();
-    *(volatile int64_t *)&q->space.value = (int64_t)(r + 1);
-    __threadfence_system();
-    host_inc32((unsigned int *)&q->space.seq, native);
-    host_unlock(native);
+    signal_update(&q->space, (long long)(r + 1), 0, native);
 }
 
 __device__ static int deps_done(const xp_aql_barrier_t *b)
