@@ -54,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ring->tail = start + NCELLS;
     for (uint32_t i = 0; i < NCELLS; i++) {
         xp_shm_cell_t *c = &ring->cells[(start + i) & (NCELLS - 1)];
-        if ((c->seq & 0xff) == 0x5a)
-            c->seq = start + i;
+        if ((c->word & 0xff) == 0x5a)
+            c->word = (c->word & ~(uint64_t)UINT32_MAX) | (uint32_t)(start + i);
     }
     sink.ring = ring;
     sink.bytes = bytes;

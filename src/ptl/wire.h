@@ -2,20 +2,22 @@
  * ptl/wire.h - what an engine packet header looks like on the wire.
  *
  * The engine works on the full 80-byte xp_pkt_t. A shared-memory cell is 64
- * bytes with a 16-byte cell header, so an 8-byte put with the full header
- * takes two cells, and so does its counting acknowledgement. The commonest
+ * bytes and a packet's first cell starts with an 8-byte header word, so a
+ * put with the full header takes two cells even without data, and so does
+ * its counting acknowledgement. The commonest
  * small messages do not need most of the header: a put whose answer (if any)
  * only counts carries no user_ptr or local offset to echo, and its requested
  * length is its payload length; a counting acknowledgement carries no echo
  * and no offsets. Those two travel in compact forms (40 and 24 bytes), so a
- * put of up to 8 bytes and its acknowledgement take one cell each: the
+ * put of up to 16 bytes and its acknowledgement take one cell each: the
  * transport moves about three times as many one-cell packets per second.
  * A REPLY with its data inline (a fetching atomic's old value, a small get)
  * has a compact form too (40 bytes): what its REPLY event and the MD write
  * read, with the data's length standing for rlength and mlength. So does a
  * fetching atomic that needs no echo of user_ptr and no header data (40
- * bytes): a fetch-add and its operand take one cell. So does the request
- * of a small get without that echo (40 bytes).
+ * bytes): a fetch-add and its operand take one cell (up to 16 bytes of
+ * operand). So does the request of a small get without that echo (40
+ * bytes).
  *
  * xp_wire_encode picks the compact form when it carries everything the
  * receiver reads; xp_wire_decode turns any received header back into an
@@ -172,10 +174,10 @@ typedef union xp_wire {
     xp_wire_sget_t sget;
 } xp_wire_t;
 
-_Static_assert(sizeof(xp_wire_sput_t) == 40, "a compact put and 8 bytes fill one cell");
+_Static_assert(sizeof(xp_wire_sput_t) == 40, "a compact put and 16 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sack_t) == 24, "compact ack layout");
-_Static_assert(sizeof(xp_wire_sreply_t) == 40, "a compact reply and 8 bytes fill one cell");
-_Static_assert(sizeof(xp_wire_sfetch_t) == 40, "a compact fetch and 8 bytes fill one cell");
+_Static_assert(sizeof(xp_wire_sreply_t) == 40, "a compact reply and 16 bytes fill one cell");
+_Static_assert(sizeof(xp_wire_sfetch_t) == 40, "a compact fetch and 16 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sget_t) == 40, "a compact get fits one cell");
 
 static inline int xp_wire_sput_ok(const xp_pkt_t *h, size_t len)

@@ -58,7 +58,7 @@ struct xp_tl_inplace {
 /* A reserved packet, between reserve and commit. */
 typedef struct xp_tl_cell {
     xp_shm_cell_t *cell;
-    uint64_t pos;
+    uint64_t word;         /* its header word: the commit publishes it */
 } xp_tl_cell_t;
 
 /* The ring part of the reserves: room for len bytes on ip's lane, `ring`
@@ -67,7 +67,7 @@ typedef struct xp_tl_cell {
 static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
                                                size_t len, xp_tl_cell_t *out)
 {
-    uint64_t need = (XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL;
+    uint64_t need = xp_shm_cells_for(len, ip->src);
     uint64_t t = xp_load_relaxed(&ring->tail), end = t + need, mask = ip->mask;
     /* The common case of xp_shm_ring_try_push_single: no wrap (the first
      * and last cells in one lap: need <= ncells), room by the cached head
@@ -77,11 +77,8 @@ static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_
     xp_shm_cell_t *c = &ring->cells[t & mask];
     xp_tsan_message_out();
     xp_store_release(&ring->tail, end);
-    c->len = (uint32_t)len;
-    c->src = ip->src;
     out->cell = c;
-    out->pos = t;
-    return c->payload;
+    return xp_shm_cell_open(c, t, len, ip->src, &out->word);
 }
 
 /* xp_tl_route_reserve given the route's in-place state ip (not NULL) and
@@ -163,7 +160,7 @@ static inline void xp_tl_copy_small(void *dst, const void *src, size_t n)
 static inline void xp_tl_route_commit(const xp_tl_route_t *r, const xp_tl_cell_t *c)
 {
     const xp_tl_inplace_t *ip = r->inplace;
-    xp_store_release(&c->cell->seq, c->pos);
+    xp_shm_cell_publish(c->cell, c->word);
     xp_shm_doorbell_ring_fenced(ip->db, ip->fence);
 }
 
@@ -171,7 +168,7 @@ static inline void xp_tl_route_commit(const xp_tl_route_t *r, const xp_tl_cell_t
 static inline void xp_tl_route_commit_excl(const xp_tl_route_t *r, const xp_tl_cell_t *c)
 {
     const xp_tl_inplace_t *ip = r->inplace_excl;
-    xp_store_release(&c->cell->seq, c->pos);
+    xp_shm_cell_publish(c->cell, c->word);
     xp_shm_doorbell_ring_fenced(ip->db, ip->fence);
 }
 

@@ -5,12 +5,6 @@
 #include "util/log.h"
 
 #define SKIP_LEN XP_SHM_SKIP_LEN
-#define FREE_SEQ XP_SHM_FREE_SEQ
-
-static inline uint32_t cells_for(size_t len)
-{
-    return (uint32_t)((XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL);
-}
 
 size_t xp_shm_ring_bytes(uint32_t ncells)
 {
@@ -23,7 +17,7 @@ void xp_shm_ring_init(xp_shm_ring_t *ring, uint32_t ncells)
     ring->tail = 0;
     ring->head = 0;
     for (uint32_t i = 0; i < ncells; i++)
-        ring->cells[i].seq = FREE_SEQ;
+        ring->cells[i].word = xp_shm_free_word(i);
     xp_store_release(&ring->magic, XP_SHM_RING_MAGIC);
 }
 
@@ -79,15 +73,17 @@ static int claim(xp_shm_ring_t *ring, uint64_t *cached_head, uint64_t *t, uint32
     return xp_cas(&ring->tail, t, *t + n) ? 1 : 0;
 }
 
-static void fill(xp_shm_cell_t *c, uint32_t len, int src, const void *hdr, size_t hdr_len,
-                 const void *data, size_t data_len)
+/* Write the packet at position t into c and publish it. */
+static void fill(xp_shm_cell_t *c, uint64_t t, size_t len, int src, const void *hdr,
+                 size_t hdr_len, const void *data, size_t data_len)
 {
-    c->len = len;
-    c->src = src;
+    uint64_t word;
+    unsigned char *p = xp_shm_cell_open(c, t, len, src, &word);
     if (hdr_len)
-        memcpy(c->payload, hdr, hdr_len);
+        memcpy(p, hdr, hdr_len);
     if (data_len)
-        memcpy(c->payload + hdr_len, data, data_len);
+        memcpy(p + hdr_len, data, data_len);
+    xp_shm_cell_publish(c, word);
 }
 
 static xp_status_t push(xp_shm_ring_t *ring, uint64_t *cached_head, int src, const void *hdr,
@@ -97,7 +93,7 @@ static xp_status_t push(xp_shm_ring_t *ring, uint64_t *cached_head, int src, con
     size_t len = hdr_len + data_len;
     if (len > xp_shm_ring_max_packet(ring))
         return XP_ERR_OVERFLOW;
-    uint32_t need = cells_for(len), mask = ring->ncells - 1;
+    uint32_t need = (uint32_t)xp_shm_cells_for(len, src), mask = ring->ncells - 1;
     uint64_t t = xp_load_relaxed(&ring->tail);
     for (;;) {
         uint32_t idx = (uint32_t)(t & mask);
@@ -109,16 +105,13 @@ static xp_status_t push(xp_shm_ring_t *ring, uint64_t *cached_head, int src, con
             continue;
         xp_shm_cell_t *c = &ring->cells[idx];
         if (n == need) {
-            fill(c, (uint32_t)len, src, hdr, hdr_len, data, data_len);
-            xp_store_release(&c->seq, t);
+            fill(c, t, len, src, hdr, hdr_len, data, data_len);
             if (end)
                 *end = t + n;
             return XP_OK;
         }
         /* Would wrap: pad to the end of the array, then claim again at 0. */
-        c->len = SKIP_LEN;
-        c->src = (int32_t)n;
-        xp_store_release(&c->seq, t);
+        fill(c, t, SKIP_LEN, (int)n, NULL, 0, NULL, 0);
         t = xp_load_relaxed(&ring->tail);
     }
 }
@@ -145,8 +138,9 @@ xp_status_t xp_shm_ring_push_single_slow(xp_shm_ring_t *ring, uint64_t *cached_h
 
 int xp_shm_ring_corrupt(const xp_shm_ring_t *ring, uint64_t h)
 {
-    xp_error("shm ring %p: corrupt packet at position %llu (len %u)", (const void *)ring,
-             (unsigned long long)h, (unsigned)ring->cells[h & (ring->ncells - 1)].len);
+    xp_error("shm ring %p: corrupt packet at position %llu (header word %#llx)",
+             (const void *)ring, (unsigned long long)h,
+             (unsigned long long)ring->cells[h & (ring->ncells - 1)].word);
     return -1;
 }
 

@@ -7,13 +7,21 @@
  * as a "skip" packet), so the consumer hands the handler a pointer straight
  * into the ring: no copy on the receive side.
  *
- * Producers claim cells with a compare-and-swap on `tail`, write the packet,
- * then publish it by storing the claim position into the first cell's `seq`
- * (release). The consumer delivers the packet at `head` when that cell's seq
- * equals head, clears the seq word of every cell after the first that it
- * frees (so stale payload bytes can never look like a later position; a
- * first cell keeps an older position, which never matches again) and
- * advances `head`.
+ * A packet's first cell starts with one 64-bit header word: the low 32 bits
+ * of its claim position, its length (16 bits) and its sender (16 bits).
+ * Producers claim cells with a compare-and-swap on `tail`, write the
+ * packet, then publish it with one release store of that word. A packet
+ * too long for 16 bits (or from a sender that does not fit them, or
+ * padding) has a long header: the word says XP_SHM_LONG and the next 8
+ * bytes hold the 32-bit length and sender. The short header leaves 56
+ * bytes in the first cell: a compact put header (40 bytes) and 16 bytes of
+ * data travel in one cell.
+ * The consumer delivers the packet at `head` when that cell's word carries
+ * head's position, gives every cell after the first that it frees a word
+ * that no position of that cell can carry (so stale payload bytes can never
+ * look like a later position; a first cell keeps an older position, and
+ * every cell is written again each lap, so 32 bits of it never match
+ * again) and advances `head`.
  * Producers read `head` only when their cached copy says the ring is full.
  * `tail`, `head` and the read-only geometry sit on separate cache lines.
  */
@@ -28,17 +36,72 @@
 #include "util/atomic.h"
 
 #define XP_SHM_CELL 64u               /* bytes per cell */
-#define XP_SHM_CELL_HDR 16u           /* seq + len + src at the start of a packet */
+#define XP_SHM_CELL_HDR 16u           /* the largest packet header (a long one) */
+#define XP_SHM_CELL_HDR_SHORT 8u      /* the common one: the header word alone */
+#define XP_SHM_LONG 0xffffu           /* length field of a long header */
 #define XP_SHM_RING_MAGIC 0x58505249u /* "XPRI" */
 #define XP_SHM_SKIP_LEN UINT32_MAX    /* len of padding up to the end of the array */
-#define XP_SHM_FREE_SEQ UINT64_MAX    /* seq of a cell that no packet starts at */
 
 typedef struct xp_shm_cell {
-    uint64_t seq;  /* claim position once published; older or UINT64_MAX when free */
+    uint64_t word; /* (uint32_t)position | len16 << 32 | src16 << 48 once published */
+    unsigned char payload[XP_SHM_CELL - XP_SHM_CELL_HDR_SHORT];
+} xp_shm_cell_t;
+
+/* What follows the word of a long header. */
+typedef struct xp_shm_long {
     uint32_t len;  /* payload bytes, or XP_SHM_SKIP_LEN for padding */
     int32_t src;   /* sender rank; for padding: number of cells */
-    unsigned char payload[XP_SHM_CELL - XP_SHM_CELL_HDR];
-} xp_shm_cell_t;
+} xp_shm_long_t;
+
+/* Whether a packet of len bytes from src has the short header. */
+static inline int xp_shm_hdr_short(size_t len, int src)
+{
+    return len < XP_SHM_LONG && (unsigned)src < XP_SHM_LONG;
+}
+
+/* Cells a packet of len bytes from src takes. */
+static inline uint64_t xp_shm_cells_for(size_t len, int src)
+{
+    size_t hdr = xp_shm_hdr_short(len, src) ? XP_SHM_CELL_HDR_SHORT : XP_SHM_CELL_HDR;
+    return ((uint64_t)len + hdr + XP_SHM_CELL - 1) / XP_SHM_CELL;
+}
+
+/* Start a packet of len bytes from src in cell c at position pos: writes
+ * what a long header has after its word, sets *word to the header word that
+ * publishes it (xp_shm_cell_publish, after its bytes), and returns where
+ * its bytes go (8-byte aligned). */
+static inline unsigned char *xp_shm_cell_open(xp_shm_cell_t *c, uint64_t pos, size_t len, int src,
+                                              uint64_t *word)
+{
+    if (__builtin_expect(xp_shm_hdr_short(len, src), 1)) {
+        *word = (uint32_t)pos | (uint64_t)len << 32 | (uint64_t)(unsigned)src << 48;
+        return c->payload;
+    }
+    xp_shm_long_t l = { (uint32_t)len, (int32_t)src };
+    memcpy(c->payload, &l, sizeof(l));
+    *word = (uint32_t)pos | (uint64_t)XP_SHM_LONG << 32;
+    return c->payload + sizeof(l);
+}
+
+/* Publish the packet whose header word is `word` (release: its bytes are
+ * visible to the consumer that sees the word). */
+static inline void xp_shm_cell_publish(xp_shm_cell_t *c, uint64_t word)
+{
+    xp_store_release(&c->word, word);
+}
+
+/* The word of a freed cell at position pos: its low bits are those of the
+ * next cell, so no position of this cell ever equals it. */
+static inline uint64_t xp_shm_free_word(uint64_t pos)
+{
+    return (uint32_t)(pos + 1);
+}
+
+/* Whether cell c holds a packet published at position pos. */
+static inline int xp_shm_cell_at(uint64_t word, uint64_t pos)
+{
+    return (uint32_t)word == (uint32_t)pos;
+}
 
 typedef struct xp_shm_ring {
     uint32_t magic;
@@ -59,7 +122,7 @@ size_t xp_shm_ring_max_packet(const xp_shm_ring_t *ring);
 
 /* Initialise a ring in memory that is all zeroes (a fresh shared-memory
  * object) without touching its cells: positions start at ncells, so a
- * zeroed seq never equals a position. For rings mostly never used (one per
+ * zeroed word never carries a position. For rings mostly never used (one per
  * sender pair), so that their pages stay unallocated. */
 void xp_shm_ring_init_zeroed(xp_shm_ring_t *ring, uint32_t ncells);
 
@@ -113,22 +176,23 @@ static inline int xp_shm_ring_try_push_single(xp_shm_ring_t *ring, const uint64_
                                               const void *data, size_t data_len)
 {
     size_t len = hdr_len + data_len;
-    size_t need = (XP_SHM_CELL_HDR + len + XP_SHM_CELL - 1) / XP_SHM_CELL;
+    uint64_t need = xp_shm_cells_for(len, src);
     uint32_t ncells = ring->ncells;
     uint64_t t = xp_load_relaxed(&ring->tail);
     uint32_t idx = (uint32_t)(t & (ncells - 1));
-    /* need <= ncells / 2 is len <= xp_shm_ring_max_packet(ring). */
-    if (__builtin_expect(need > ncells / 2 || idx + need > ncells ||
+    /* The first test is len > xp_shm_ring_max_packet(ring). */
+    if (__builtin_expect(len + XP_SHM_CELL_HDR > (size_t)(ncells / 2) * XP_SHM_CELL ||
+                             idx + need > ncells ||
                              (int64_t)(t + need - xp_load_relaxed(cached_head)) > (int64_t)ncells,
                          0))
         return 0;
     xp_shm_cell_t *c = &ring->cells[idx];
     xp_store_release(&ring->tail, t + need);
-    c->len = (uint32_t)len;
-    c->src = src;
-    xp_shm_copy_small(c->payload, hdr, hdr_len);
-    xp_shm_copy_small(c->payload + hdr_len, data, data_len);
-    xp_store_release(&c->seq, t);
+    uint64_t word;
+    unsigned char *p = xp_shm_cell_open(c, t, len, src, &word);
+    xp_shm_copy_small(p, hdr, hdr_len);
+    xp_shm_copy_small(p + hdr_len, data, data_len);
+    xp_shm_cell_publish(c, word);
     return 1;
 }
 
@@ -163,7 +227,7 @@ static inline int xp_shm_ring_pending(xp_shm_ring_t *ring)
      * every spin, over several rings, and acquire loads would make the
      * compiler reload everything around them. */
     uint64_t h = xp_load_relaxed(&ring->head);
-    if (xp_load_relaxed(&ring->cells[h & (ring->ncells - 1)].seq) != h)
+    if (!xp_shm_cell_at(xp_load_relaxed(&ring->cells[h & (ring->ncells - 1)].word), h))
         return 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return 1;
@@ -175,14 +239,14 @@ int xp_shm_ring_corrupt(const xp_shm_ring_t *ring, uint64_t h);
 
 /* Free the n cells of the packet (or padding) at position h and advance
  * head past them. Only cells after the first can hold payload bytes where
- * a seq belongs, so only their seq words are cleared; the first one keeps
- * its (older) position, which never equals a later one, and so stays a line
- * the consumer only reads. */
+ * a header word belongs, so only their words are cleared; the first one
+ * keeps its (older) position, which never equals a later one, and so stays
+ * a line the consumer only reads. */
 static inline void xp_shm_ring_release(xp_shm_ring_t *ring, uint64_t h, uint32_t n)
 {
     uint32_t mask = ring->ncells - 1;
     for (uint32_t i = 1; i < n; i++)
-        xp_store_relaxed(&ring->cells[(h + i) & mask].seq, XP_SHM_FREE_SEQ);
+        xp_store_relaxed(&ring->cells[(h + i) & mask].word, xp_shm_free_word(h + i));
     xp_store_release(&ring->head, h + n);
 }
 
@@ -205,23 +269,37 @@ static inline int xp_shm_ring_take_gated(xp_shm_ring_t *ring, xp_tl_recv_fn fn, 
     uint64_t h = xp_load_relaxed(&ring->head);
     for (;;) {
         xp_shm_cell_t *c = &ring->cells[h & mask];
-        if (xp_load_acquire(&c->seq) != h)
+        uint64_t w = xp_load_acquire(&c->word);
+        if (!xp_shm_cell_at(w, h))
             return 0;
-        uint32_t len = c->len, room = ncells - (uint32_t)(h & mask);
-        if (__builtin_expect(len == XP_SHM_SKIP_LEN, 0)) { /* padding: c->src cells */
-            uint32_t skip = (uint32_t)c->src;
-            if (skip == 0 || skip > room)
-                return xp_shm_ring_corrupt(ring, h);
-            xp_shm_ring_release(ring, h, skip);
-            h += skip;
-            continue;
+        uint32_t len = (uint32_t)(w >> 32) & XP_SHM_LONG, room = ncells - (uint32_t)(h & mask);
+        int src = (int)(w >> 48);
+        unsigned char *p = c->payload;
+        if (__builtin_expect(len == XP_SHM_LONG, 0)) {
+            xp_shm_long_t l;
+            memcpy(&l, p, sizeof(l));
+            p += sizeof(l);
+            len = l.len;
+            src = l.src;
+            if (len == XP_SHM_SKIP_LEN) { /* padding: src cells */
+                uint32_t skip = (uint32_t)src;
+                if (skip == 0 || skip > room)
+                    return xp_shm_ring_corrupt(ring, h);
+                xp_shm_ring_release(ring, h, skip);
+                h += skip;
+                continue;
+            }
         }
-        uint64_t n = ((uint64_t)len + XP_SHM_CELL_HDR + XP_SHM_CELL - 1) / XP_SHM_CELL;
-        if (__builtin_expect(n > room || n > ncells / 2, 0))
+        uint64_t n = ((uint64_t)len + (size_t)(p - (unsigned char *)c) + XP_SHM_CELL - 1) /
+                     XP_SHM_CELL;
+        /* (The second test is len > xp_shm_ring_max_packet(ring).) */
+        if (__builtin_expect(n > room || (uint64_t)len + XP_SHM_CELL_HDR >
+                                             (uint64_t)(ncells / 2) * XP_SHM_CELL,
+                             0))
             return xp_shm_ring_corrupt(ring, h);
         if (gate && xp_shm_ring_pending(gate))
             return XP_SHM_RING_GATED;
-        fn(arg, c->src, c->payload, len);
+        fn(arg, src, p, len);
         xp_shm_ring_release(ring, h, (uint32_t)n);
         return 1;
     }

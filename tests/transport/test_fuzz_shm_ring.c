@@ -1,9 +1,10 @@
 /*
  * test_fuzz_shm_ring - the ring's consumer (xp_shm_ring_poll) on cells that a
  * faulty or hostile peer wrote: valid packets pushed with xp_shm_ring_push,
- * interleaved with random overwrites of cell headers (seq equal to the
- * position the consumer expects, lengths around every boundary, skip
- * records with bad cell counts, any source rank) and of payload bytes.
+ * interleaved with random overwrites of cell headers (short and long ones
+ * whose position is the one the consumer expects, lengths around every
+ * boundary, skip records with bad cell counts, any source rank) and of
+ * payload bytes. Senders include ranks that need the long header.
  *
  * Whatever the cells hold, the consumer must never hand the handler a packet
  * that reaches outside the cell array or is longer than the largest packet;
@@ -48,6 +49,26 @@ static void on_packet(void *arg, int src, const void *pkt, size_t len)
     s->len = len;
 }
 
+/* The sender of numbered packet seq: short and long headers (a rank of 16
+ * bits or more, a negative one as the split helpers' requests carry). */
+static int numbered_src(uint32_t seq)
+{
+    static const int srcs[7] = { 0, 1, 2, 0xfffe, 0xffff, 70000, -3 };
+    return srcs[seq % 7];
+}
+
+/* Write a header word (and a long header's rest) into c as a peer might. */
+static void set_header(xp_shm_cell_t *c, uint64_t pos, uint32_t len, int32_t src, int lng)
+{
+    if (lng) {
+        xp_shm_long_t l = { len, src };
+        memcpy(c->payload, &l, sizeof(l));
+        c->word = (uint32_t)pos | (uint64_t)XP_SHM_LONG << 32;
+    } else {
+        c->word = (uint32_t)pos | (uint64_t)(len & 0xffff) << 32 | (uint64_t)(src & 0xffff) << 48;
+    }
+}
+
 /* Push a packet whose payload says who it is: 4 bytes of sequence number,
  * then bytes derived from it. */
 static xp_status_t push_numbered(xp_shm_ring_t *ring, uint64_t *cached, uint32_t seq, size_t len)
@@ -58,7 +79,7 @@ static xp_status_t push_numbered(xp_shm_ring_t *ring, uint64_t *cached, uint32_t
     memcpy(buf, &seq, 4);
     for (size_t i = 4; i < len; i++)
         buf[i] = (unsigned char)(seq * 13 + i);
-    return xp_shm_ring_push(ring, cached, (int)(seq % 7), buf, len, NULL, 0);
+    return xp_shm_ring_push(ring, cached, numbered_src(seq), buf, len, NULL, 0);
 }
 
 static int numbered_ok(const unsigned char *p, size_t len, uint32_t seq)
@@ -99,14 +120,14 @@ static void corrupt(xp_rng_t *r, xp_shm_ring_t *ring)
     xp_shm_cell_t *c = &ring->cells[pos & (NCELLS - 1)];
     switch (xp_rng_below(r, 5)) {
     case 0: /* a published header with a bad length */
-        c->seq = pos;
-        c->len = interesting_len(r, ring);
-        c->src = (int32_t)xp_rng_next(r);
+        set_header(c, pos, interesting_len(r, ring), (int32_t)xp_rng_next(r),
+                   (int)xp_rng_below(r, 2));
         break;
     case 1: /* a skip record with a bad cell count */
-        c->seq = pos;
-        c->len = UINT32_MAX;
-        c->src = xp_rng_below(r, 2) ? (int32_t)xp_rng_below(r, NCELLS * 2) : (int32_t)xp_rng_next(r);
+        set_header(c, pos, UINT32_MAX,
+                   xp_rng_below(r, 2) ? (int32_t)xp_rng_below(r, NCELLS * 2)
+                                      : (int32_t)xp_rng_next(r),
+                   1);
         break;
     case 2: /* the whole cell random (seq rarely matches) */
         xp_rng_fill(r, c, sizeof(*c));
@@ -115,7 +136,8 @@ static void corrupt(xp_rng_t *r, xp_shm_ring_t *ring)
         xp_rng_fill(r, c->payload, sizeof(c->payload));
         break;
     default: /* a stale position */
-        c->seq = pos + NCELLS * (1 + xp_rng_below(r, 3));
+        c->word = (c->word & ~(uint64_t)UINT32_MAX) |
+                  (uint32_t)(pos + NCELLS * (1 + xp_rng_below(r, 3)));
         break;
     }
 }
@@ -128,7 +150,7 @@ static void fuzz_round(xp_rng_t *r, xp_shm_ring_t *ring, size_t bytes, sink_t *s
     xp_shm_ring_init(ring, NCELLS);
     memset(ring->cells, 0xa5, NCELLS * sizeof(xp_shm_cell_t));
     for (uint32_t i = 0; i < NCELLS; i++)
-        ring->cells[i].seq = UINT64_MAX;
+        ring->cells[i].word = xp_shm_free_word(i);
     int steps = 20 + (int)xp_rng_below(r, 60);
     for (int s = 0; s < steps; s++) {
         switch (xp_rng_below(r, 4)) {
@@ -161,7 +183,7 @@ static void fuzz_round(xp_rng_t *r, xp_shm_ring_t *ring, size_t bytes, sink_t *s
             if (!corrupted && n > 0) {
                 expect += (uint32_t)n;
                 XP_CHECK(numbered_ok(sink->copy, sink->len, expect - 1));
-                XP_CHECK_EQ(sink->src, (int)((expect - 1) % 7));
+                XP_CHECK_EQ(sink->src, numbered_src(expect - 1));
             }
             break;
         }
@@ -190,7 +212,7 @@ int main(int argc, char **argv)
     uint64_t cached = 0;
     xp_shm_ring_init(ring, NCELLS);
     XP_CHECK_EQ(push_numbered(ring, &cached, 0, 10), XP_OK);
-    ring->cells[0].len = UINT32_MAX - 1; /* a length no ring can hold */
+    set_header(&ring->cells[0], 0, UINT32_MAX - 1, 0, 1); /* a length no ring can hold */
     int saved = xp_fuzz_quiet();
     int n = xp_shm_ring_poll(ring, 4, on_packet, sink);
     xp_fuzz_loud(saved);
@@ -199,8 +221,7 @@ int main(int argc, char **argv)
     xp_shm_ring_init(ring, NCELLS);
     cached = 0;
     XP_CHECK_EQ(push_numbered(ring, &cached, 0, 10), XP_OK);
-    ring->cells[0].len = UINT32_MAX; /* skip ... */
-    ring->cells[0].src = NCELLS + 1; /* ... past the end of the array */
+    set_header(&ring->cells[0], 0, UINT32_MAX, NCELLS + 1, 1); /* a skip past the end */
     saved = xp_fuzz_quiet();
     n = xp_shm_ring_poll(ring, 4, on_packet, sink);
     xp_fuzz_loud(saved);

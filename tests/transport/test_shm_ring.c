@@ -5,6 +5,9 @@
  * intact. Also: full ring -> XP_ERR_AGAIN, oversize -> XP_ERR_OVERFLOW; the
  * single-producer push of pair lanes (a thread pushing, the main thread
  * consuming, in a ring initialised in zeroed memory) and gated polls.
+ * The cell header: 56 bytes in one cell with the short header word, long
+ * headers (a sender of 16 bits or more, a negative one, a packet of 64 KiB
+ * or more) intact, positions whose low 32 bits wrap.
  * Under ThreadSanitizer the producers are threads of this process, with
  * fewer messages: TSan cannot see the ring's synchronisation between forked
  * processes (it reports the consumer's reads of cells written in another
@@ -412,8 +415,89 @@ static void test_single_small_sizes(void)
     free(r);
 }
 
+typedef struct hdr_rx {
+    unsigned char buf[80000];
+    size_t len;
+    int src, n;
+} hdr_rx_t;
+
+static void hdr_packet(void *arg, int src, const void *pkt, size_t len)
+{
+    hdr_rx_t *rx = arg;
+    rx->n++;
+    rx->len = len;
+    rx->src = src;
+    if (len <= sizeof rx->buf)
+        memcpy(rx->buf, pkt, len);
+}
+
+/* Push one packet of len pattern bytes from src, check the cells it took
+ * (tail advance, with the padding of a wrap) and that it arrives intact with its sender. */
+static void hdr_roundtrip(xp_shm_ring_t *r, uint64_t *cached, int src, size_t len,
+                          uint64_t want_cells, int single)
+{
+    static unsigned char data[80000];
+    static hdr_rx_t rx;
+    for (size_t i = 0; i < len; i++)
+        data[i] = (unsigned char)(i * 7 + len + (size_t)src);
+    uint64_t t = r->tail, idx = t & (r->ncells - 1);
+    if (idx + want_cells > r->ncells) /* padding to the end first */
+        want_cells += r->ncells - idx;
+    xp_status_t st = single ? xp_shm_ring_push_single(r, cached, src, data, len, NULL, 0)
+                            : xp_shm_ring_push(r, cached, src, data, len, NULL, 0);
+    XP_CHECK_EQ(st, XP_OK);
+    XP_CHECK_EQ(r->tail - t, want_cells);
+    rx.n = 0;
+    XP_CHECK_EQ(xp_shm_ring_poll(r, 4, hdr_packet, &rx), 1);
+    XP_CHECK_EQ(rx.n, 1);
+    XP_CHECK_EQ(rx.src, src);
+    XP_CHECK_EQ(rx.len, len);
+    XP_CHECK(!memcmp(rx.buf, data, len));
+}
+
+static void test_cell_header(void)
+{
+    uint32_t ncells = 4096; /* holds a packet of 64 KiB and more */
+    size_t bytes = xp_shm_ring_bytes(ncells);
+    xp_shm_ring_t *r = calloc(1, bytes);
+    XP_REQUIRE(r);
+    xp_shm_ring_init_zeroed(r, ncells);
+    uint64_t cached = 0;
+    for (int single = 0; single < 2; single++) {
+        /* The short header leaves 56 bytes in the first cell. */
+        hdr_roundtrip(r, &cached, 5, XP_SHM_CELL - XP_SHM_CELL_HDR_SHORT, 1, single);
+        hdr_roundtrip(r, &cached, 5, XP_SHM_CELL - XP_SHM_CELL_HDR_SHORT + 1, 2, single);
+        hdr_roundtrip(r, &cached, 0xfffe, 56, 1, single);
+        /* Long headers: 16 bytes, the same data. */
+        hdr_roundtrip(r, &cached, 0xffff, 48, 1, single);
+        hdr_roundtrip(r, &cached, 0xffff, 49, 2, single);
+        hdr_roundtrip(r, &cached, 1 << 20, 10, 1, single);
+        hdr_roundtrip(r, &cached, -2 - 3, 10, 1, single);
+        hdr_roundtrip(r, &cached, 1, 0xfffe, (0xfffe + 8 + 63) / 64, single);
+        hdr_roundtrip(r, &cached, 1, 0xffff, (0xffff + 16 + 63) / 64, single);
+        hdr_roundtrip(r, &cached, 1, 70000, (70000 + 16 + 63) / 64, single);
+    }
+    free(r);
+
+    /* Positions around 2^32 (the header word holds their low 32 bits):
+     * every size from 0 to 200 bytes, so packets of 1..4 cells and padding
+     * cross the wrap of the low bits many times. */
+    ncells = 16;
+    r = calloc(1, xp_shm_ring_bytes(ncells));
+    XP_REQUIRE(r);
+    xp_shm_ring_init(r, ncells);
+    r->head = r->tail = ((uint64_t)1 << 32) - 100;
+    cached = r->head;
+    for (int round = 0; round < 3; round++)
+        for (size_t len = 0; len <= 200; len++)
+            hdr_roundtrip(r, &cached, (int)len % 3, len, xp_shm_cells_for(len, 0), round & 1);
+    XP_CHECK(r->head > ((uint64_t)1 << 32) + 100);
+    free(r);
+}
+
 int main(void)
 {
+    test_cell_header();
     test_single_small_sizes();
     test_full_and_overflow();
     test_single_producer();
