@@ -32,6 +32,7 @@ typedef struct {
     /* options (defaults set by bench_init, overridable on the command line) */
     size_t min_size, max_size;
     long   iters, warmup, reps, window, queue, posted;
+    long   bits;           /* ping-pong match bits; -1: the default, 0x42 */
     int    use_me, any_source;
     /* identity */
     int rank, size;
@@ -125,6 +126,7 @@ static inline long bench_parse_long(const char *s)
 /* Parses the common options into b (b's defaults are set by the caller). */
 static inline void bench_parse(bench_t *b, int argc, char **argv, const char *extra)
 {
+    b->bits = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long *lp = NULL;
@@ -149,6 +151,7 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
         else if (!strcmp(a, "--window")) lp = &b->window;
         else if (!strcmp(a, "--queue")) lp = &b->queue;
         else if (!strcmp(a, "--posted")) lp = &b->posted;
+        else if (!strcmp(a, "--bits")) lp = &b->bits;
         else bench_usage(argv[0], extra);
         if ((*lp = bench_parse_long(v)) < 0)
             bench_usage(argv[0], extra);
@@ -377,7 +380,9 @@ static inline long bench_iters_for(const bench_t *b, size_t size)
 static inline void bench_pingpong(bench_t *b, const char *name, int matching)
 {
     enum { PT = 1 };
-    const ptl_match_bits_t bits = 0x42;
+    /* 0x42 unless --bits says otherwise: with 0 (what an OpenSHMEM put
+     * sends) a small put takes the shortest wire form. */
+    const ptl_match_bits_t bits = b->bits >= 0 ? (ptl_match_bits_t)b->bits : 0x42;
     long extra = matching ? b->posted : 0;
     ptl_handle_ni_t ni = bench_ni(matching, extra + 64);
     ptl_pt_index_t pt;
@@ -429,9 +434,9 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
         bench_stats_t st = bench_stats(v, b->reps);
         if (b->rank == 0)
             printf("bench=%s list=%s size=%zu iters=%ld reps=%ld posted=%ld any_source=%d "
-                   "median_us=%.3f min_us=%.3f p90_us=%.3f\n",
+                   "bits=%#llx median_us=%.3f min_us=%.3f p90_us=%.3f\n",
                    name, matching ? "me" : "le", size, iters, b->reps, extra, b->any_source,
-                   st.median, st.min, st.p90);
+                   (unsigned long long)bits, st.median, st.min, st.p90);
         fflush(stdout);
     }
 

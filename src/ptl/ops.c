@@ -1090,13 +1090,20 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     if (ack_req != PTL_NO_ACK_REQ)
         xp_md_expect(md);
     /* Written in place in the peer's ring when the route lets this thread
-     * (no header on the stack, no copy of it, no send call). */
+     * (no header on the stack, no copy of it, no send call); without match
+     * bits and header data in the shorter form. */
     xp_tl_cell_t cell;
-    xp_wire_sput_t *cw = ip ? xp_tl_inplace_reserve(ip, ring, sizeof(*cw) + length, &cell) : NULL;
+    int tiny = !(match_bits | hdr_data);
+    size_t hlen = tiny ? sizeof(xp_wire_tput_t) : sizeof(xp_wire_sput_t);
+    unsigned char *cw = ip ? xp_tl_inplace_reserve(ip, ring, hlen + length, &cell) : NULL;
     if (__builtin_expect(cw != NULL, 1)) {
-        sput_write(cw, slot, (uint8_t)ack_req, (uint8_t)length, pt_index, md_handle, uid,
-                   match_bits, remote_offset, hdr_data);
-        xp_tl_copy_small(cw + 1, payload, length);
+        if (tiny)
+            xp_wire_tput_write((xp_wire_tput_t *)(void *)cw, slot, (uint8_t)ack_req,
+                               (uint8_t)length, pt_index, md_handle, uid, remote_offset);
+        else
+            sput_write((xp_wire_sput_t *)(void *)cw, slot, (uint8_t)ack_req, (uint8_t)length,
+                       pt_index, md_handle, uid, match_bits, remote_offset, hdr_data);
+        xp_tl_copy_small(cw + hlen, payload, length);
         xp_tl_route_commit(r, &cell);
         goto sent;
     }

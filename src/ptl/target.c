@@ -684,6 +684,20 @@ typedef struct put_form {
     size_t slot, ack_req, pt_index, uid, md_handle, match_bits, remote_offset;
 } put_form_t;
 
+/* The offset of a field that a wire form does not carry: it reads as 0. */
+#define FORM_ABSENT ((size_t)-1)
+
+static inline uint64_t form_load64(const unsigned char *pkt, size_t off)
+{
+    return off == FORM_ABSENT ? 0 : xp_wire_load64(pkt, off);
+}
+
+static const put_form_t form_tiny = {
+    sizeof(xp_wire_tput_t), offsetof(xp_wire_tput_t, slot), offsetof(xp_wire_tput_t, ack_req),
+    offsetof(xp_wire_tput_t, pt_index), offsetof(xp_wire_tput_t, uid),
+    offsetof(xp_wire_tput_t, md_handle), FORM_ABSENT, offsetof(xp_wire_tput_t, remote_offset),
+};
+
 static const put_form_t form_compact = {
     sizeof(xp_wire_sput_t), offsetof(xp_wire_sput_t, slot), offsetof(xp_wire_sput_t, ack_req),
     offsetof(xp_wire_sput_t, pt_index), offsetof(xp_wire_sput_t, uid),
@@ -798,7 +812,7 @@ fast_entry(const xp_ptl_state_t *st, xp_ni_t *ni, int src, const unsigned char *
     xp_pt_t *pt = fast_pt_enter(st, ni, xp_wire_load32(pkt, pt_off));
     if (!pt)
         return NULL;
-    xp_le_t *le = fast_match(src, ni, pt, xp_wire_load64(pkt, mb_off), leaf, call);
+    xp_le_t *le = fast_match(src, ni, pt, form_load64(pkt, mb_off), leaf, call);
     if (!le)
         goto decline;
     unsigned f = le->fast;
@@ -843,7 +857,10 @@ static void __attribute__((noinline)) fast_put_copy(const xp_ptl_state_t *st, in
                                                     const unsigned char *pkt, size_t len,
                                                     xp_pt_t *pt, xp_le_t *le)
 {
-    if (pkt[0] == XP_WIRE_SPUT)
+    if (pkt[0] == XP_WIRE_TPUT)
+        fast_put_deliver(st, src, &form_tiny, pkt, len, pt, le, le->fast,
+                         pkt[offsetof(xp_wire_tput_t, ack_req)] == PTL_CT_ACK_REQ, 0);
+    else if (pkt[0] == XP_WIRE_SPUT)
         fast_put_deliver(st, src, &form_compact, pkt, len, pt, le, le->fast,
                          pkt[offsetof(xp_wire_sput_t, ack_req)] == PTL_CT_ACK_REQ, 0);
     else
@@ -915,15 +932,19 @@ fast_put_full(const xp_ptl_state_t *st, int src, const unsigned char *pkt, size_
     fast_put(st, src, &form_full, pkt, len, 1);
 }
 
-/* A compact small put (wire.h: no flags, rlength = payload length). */
+/* A compact small put in form fm (wire.h: no flags, rlength = payload
+ * length, its length byte at the same place in both compact forms). */
+_Static_assert(offsetof(xp_wire_tput_t, len) == offsetof(xp_wire_sput_t, len),
+               "one length test for both compact puts");
 static inline __attribute__((always_inline)) void
-fast_put_compact(const xp_ptl_state_t *st, int src, const unsigned char *pkt, size_t len)
+fast_put_compact(const xp_ptl_state_t *st, int src, const put_form_t *fm,
+                 const unsigned char *pkt, size_t len)
 {
-    if (pkt[offsetof(xp_wire_sput_t, len)] != len - sizeof(xp_wire_sput_t)) {
+    if (len < fm->hdr || pkt[offsetof(xp_wire_sput_t, len)] != len - fm->hdr) {
         recv_rest(src, pkt, len);
         return;
     }
-    fast_put(st, src, &form_compact, pkt, len, 1);
+    fast_put(st, src, fm, pkt, len, 1);
 }
 
 /* fast_put with every search (wildcards, source ids other than the rank):
@@ -931,7 +952,9 @@ fast_put_compact(const xp_ptl_state_t *st, int src, const unsigned char *pkt, si
 static void __attribute__((noinline)) fast_put_general(const xp_ptl_state_t *st, int src,
                                                        const unsigned char *pkt, size_t len)
 {
-    if (pkt[0] == XP_WIRE_SPUT)
+    if (pkt[0] == XP_WIRE_TPUT)
+        fast_put(st, src, &form_tiny, pkt, len, 0);
+    else if (pkt[0] == XP_WIRE_SPUT)
         fast_put(st, src, &form_compact, pkt, len, 0);
     else
         fast_put(st, src, &form_full, pkt, len, 0);
@@ -1438,11 +1461,14 @@ void xp_eng_recv(void *arg, int src_rank, const void *pkt, size_t len)
         drop_foreign(src_rank);
         return;
     }
-    /* Small puts go to the fast path straight from the wire, either form
-     * (the shortest packet that the type tests below need is a compact put). */
-    uint8_t type = len >= sizeof(xp_wire_sput_t) ? *(const uint8_t *)pkt : 0;
-    if (type == XP_WIRE_SPUT)
-        fast_put_compact(st, src_rank, pkt, len);
+    /* Small puts go to the fast path straight from the wire, in any form
+     * (the shortest packet that the type tests below take is a tiny put;
+     * each handler checks the length its form needs). */
+    uint8_t type = len >= sizeof(xp_wire_tput_t) ? *(const uint8_t *)pkt : 0;
+    if (type == XP_WIRE_TPUT)
+        fast_put_compact(st, src_rank, &form_tiny, pkt, len);
+    else if (type == XP_WIRE_SPUT)
+        fast_put_compact(st, src_rank, &form_compact, pkt, len);
     else if (type == XP_PKT_PUT && len >= sizeof(xp_pkt_t))
         fast_put_full(st, src_rank, pkt, len);
     else if (type == XP_PKT_FETCH || type == XP_PKT_ATOMIC || type == XP_PKT_SWAP)

@@ -11,6 +11,9 @@
  * and no offsets. Those two travel in compact forms (40 and 24 bytes), so a
  * put of up to 16 bytes and its acknowledgement take one cell each: the
  * transport moves about three times as many one-cell packets per second.
+ * A put without match bits and header data (what a non-matching NI's put,
+ * an OpenSHMEM put, usually is) drops those two as well: 24 bytes, so up to
+ * 32 bytes of data travel in one cell.
  * A REPLY with its data inline (a fetching atomic's old value, a small get)
  * has a compact form too (40 bytes): what its REPLY event and the MD write
  * read, with the data's length standing for rlength and mlength. So does a
@@ -57,6 +60,7 @@ enum {
     XP_WIRE_SREPLY = 18, /* xp_wire_sreply_t: a REPLY with its data inline */
     XP_WIRE_SFETCH = 19, /* xp_wire_sfetch_t: a fetching atomic without echo */
     XP_WIRE_SGET = 20,   /* xp_wire_sget_t: a small get without echo */
+    XP_WIRE_TPUT = 21,   /* xp_wire_tput_t: a compact put without bits or header data */
 };
 
 /* Largest payload a compact put carries (its length field is one byte). */
@@ -77,6 +81,19 @@ typedef struct xp_wire_sput {
     uint64_t remote_offset;
     uint64_t hdr_data;
 } xp_wire_sput_t;
+
+/* A compact put (xp_wire_sput_t's conditions) whose match bits and header
+ * data are both 0: they do not travel. */
+typedef struct xp_wire_tput {
+    uint8_t type;    /* XP_WIRE_TPUT */
+    uint8_t slot;
+    uint8_t ack_req;
+    uint8_t len;
+    uint32_t pt_index;
+    uint32_t md_handle;
+    uint32_t uid;
+    uint64_t remote_offset;
+} xp_wire_tput_t;
 
 /* An ACK answering a request whose ack_req is not PTL_ACK_REQ (or a bare
  * completion, XP_PKT_F_NOACK), without XP_PKT_F_SENDEV: the initiator only
@@ -168,6 +185,7 @@ typedef struct xp_wire_sget {
 
 typedef union xp_wire {
     xp_wire_sput_t sput;
+    xp_wire_tput_t tput;
     xp_wire_sack_t sack;
     xp_wire_sreply_t sreply;
     xp_wire_sfetch_t sfetch;
@@ -175,6 +193,7 @@ typedef union xp_wire {
 } xp_wire_t;
 
 _Static_assert(sizeof(xp_wire_sput_t) == 40, "a compact put and 16 bytes fill one cell");
+_Static_assert(sizeof(xp_wire_tput_t) == 24, "a tiny put and 32 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sack_t) == 24, "compact ack layout");
 _Static_assert(sizeof(xp_wire_sreply_t) == 40, "a compact reply and 16 bytes fill one cell");
 _Static_assert(sizeof(xp_wire_sfetch_t) == 40, "a compact fetch and 16 bytes fill one cell");
@@ -184,6 +203,26 @@ static inline int xp_wire_sput_ok(const xp_pkt_t *h, size_t len)
 {
     return h->type == XP_PKT_PUT && !h->flags && h->ack_req != PTL_ACK_REQ &&
            len <= XP_WIRE_SPUT_MAX && h->rlength == len;
+}
+
+static inline int xp_wire_tput_ok(const xp_pkt_t *h, size_t len)
+{
+    return xp_wire_sput_ok(h, len) && !h->match_bits && !h->hdr_data;
+}
+
+/* Write the compact put without bits or header data into *t. */
+static inline void xp_wire_tput_write(xp_wire_tput_t *t, uint8_t slot, uint8_t ack_req,
+                                      uint8_t len, uint32_t pt_index, uint32_t md_handle,
+                                      uint32_t uid, uint64_t remote_offset)
+{
+    t->type = XP_WIRE_TPUT;
+    t->slot = slot;
+    t->ack_req = ack_req;
+    t->len = len;
+    t->pt_index = pt_index;
+    t->md_handle = md_handle;
+    t->uid = uid;
+    t->remote_offset = remote_offset;
 }
 
 static inline int xp_wire_sack_ok(const xp_pkt_t *h)
@@ -274,6 +313,12 @@ static inline void xp_wire_sreply_unpack(const xp_wire_sreply_t *s, xp_pkt_t *h)
 static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_t *w,
                                          size_t *hdr_len)
 {
+    if (xp_wire_tput_ok(h, len)) {
+        xp_wire_tput_write(&w->tput, h->slot, h->ack_req, (uint8_t)len, h->pt_index,
+                           h->md_handle, h->uid, h->remote_offset);
+        *hdr_len = sizeof(w->tput);
+        return &w->tput;
+    }
     if (xp_wire_sput_ok(h, len)) {
         w->sput.type = XP_WIRE_SPUT;
         w->sput.slot = h->slot;
@@ -339,6 +384,26 @@ static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_
 static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_t *hdr_len)
 {
     uint8_t type = len ? *(const uint8_t *)pkt : 0;
+    if (type == XP_WIRE_TPUT) {
+        xp_wire_tput_t t;
+        if (len < sizeof(t))
+            return -1;
+        memcpy(&t, pkt, sizeof(t));
+        if (t.len != len - sizeof(t) || t.ack_req == PTL_ACK_REQ || t.ack_req > PTL_OC_ACK_REQ)
+            return -1;
+        *h = (xp_pkt_t){
+            .type = XP_PKT_PUT,
+            .slot = t.slot,
+            .ack_req = t.ack_req,
+            .pt_index = t.pt_index,
+            .md_handle = t.md_handle,
+            .uid = t.uid,
+            .rlength = t.len,
+            .remote_offset = t.remote_offset,
+        };
+        *hdr_len = sizeof(t);
+        return 0;
+    }
     if (type == XP_WIRE_SPUT) {
         xp_wire_sput_t s;
         if (len < sizeof(s))

@@ -58,8 +58,38 @@ static void test_small_put(void)
     h = put_hdr(255, PTL_CT_ACK_REQ);
     XP_CHECK_EQ(round_trip(&h, 255, &d), sizeof(xp_wire_sput_t));
     XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
-    /* With the 16-byte cell header, 40 + 8 bytes fill one 64-byte cell. */
-    XP_CHECK_EQ(16 + sizeof(xp_wire_sput_t) + 8, 64);
+    /* With the 8-byte cell header word, 40 + 16 bytes fill one 64-byte cell. */
+    XP_CHECK_EQ(8 + sizeof(xp_wire_sput_t) + 16, 64);
+}
+
+/* Without match bits and header data: the 24-byte form, every field intact;
+ * either one nonzero keeps the 40-byte form. */
+static void test_tiny_put(void)
+{
+    static const uint8_t acks[] = { PTL_NO_ACK_REQ, PTL_CT_ACK_REQ, PTL_OC_ACK_REQ };
+    static const size_t lens[] = { 0, 1, 8, 32, 255 };
+    for (size_t a = 0; a < sizeof(acks); a++) {
+        for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+            xp_pkt_t h = put_hdr(lens[l], acks[a]), d;
+            h.match_bits = h.hdr_data = 0;
+            XP_CHECK_EQ(round_trip(&h, lens[l], &d), sizeof(xp_wire_tput_t));
+            XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+        }
+    }
+    xp_pkt_t h = put_hdr(8, PTL_NO_ACK_REQ), d;
+    h.hdr_data = 0;
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_wire_sput_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    h = put_hdr(8, PTL_NO_ACK_REQ);
+    h.match_bits = 0;
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_wire_sput_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    /* A full ACK still needs the whole header. */
+    h = put_hdr(8, PTL_ACK_REQ);
+    h.match_bits = h.hdr_data = 0;
+    XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_pkt_t));
+    /* 8-byte cell header word + 24 + 32 bytes: one cell. */
+    XP_CHECK_EQ(8 + sizeof(xp_wire_tput_t) + 32, 64);
 }
 
 static void test_full_put(void)
@@ -315,6 +345,20 @@ static void test_malformed(void)
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 8, &d, &dlen), -1);
     pkt[2] = 200;
     XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 8, &d, &dlen), -1);
+    /* The same for the tiny put. */
+    h.match_bits = h.hdr_data = 0;
+    hdr = xp_wire_encode(&h, 8, &w, &hlen);
+    XP_CHECK_EQ(hlen, sizeof(xp_wire_tput_t));
+    memcpy(pkt, hdr, hlen);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen - 1, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 7, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 9, &d, &dlen), -1);
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 8, &d, &dlen), 0);
+    XP_CHECK_EQ(d.type, XP_PKT_PUT);
+    pkt[2] = PTL_ACK_REQ;
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 8, &d, &dlen), -1);
+    pkt[2] = 200;
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen + 8, &d, &dlen), -1);
     /* A compact ACK with flags it cannot carry. */
     xp_pkt_t a = ack_hdr(PTL_CT_ACK_REQ, 0);
     hdr = xp_wire_encode(&a, 0, &w, &hlen);
@@ -367,6 +411,7 @@ static void test_malformed(void)
 int main(void)
 {
     test_small_put();
+    test_tiny_put();
     test_full_put();
     test_acks();
     test_replies();
