@@ -225,6 +225,21 @@ static inline void xp_wire_tput_write(xp_wire_tput_t *t, uint8_t slot, uint8_t a
     t->remote_offset = remote_offset;
 }
 
+/* The compact put that tiny put t stands for (match bits, header data 0). */
+static inline void xp_wire_tput_widen(const xp_wire_tput_t *t, xp_wire_sput_t *s)
+{
+    *s = (xp_wire_sput_t){
+        .type = XP_WIRE_SPUT,
+        .slot = t->slot,
+        .ack_req = t->ack_req,
+        .len = t->len,
+        .pt_index = t->pt_index,
+        .md_handle = t->md_handle,
+        .uid = t->uid,
+        .remote_offset = t->remote_offset,
+    };
+}
+
 static inline int xp_wire_sack_ok(const xp_pkt_t *h)
 {
     return h->type == XP_PKT_ACK && !(h->flags & ~(unsigned)(XP_PKT_F_NOACK | XP_PKT_F_MANY)) &&
@@ -384,46 +399,36 @@ static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_
 static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_t *hdr_len)
 {
     uint8_t type = len ? *(const uint8_t *)pkt : 0;
-    if (type == XP_WIRE_TPUT) {
-        xp_wire_tput_t t;
-        if (len < sizeof(t))
+    if (type == XP_WIRE_TPUT || type == XP_WIRE_SPUT) {
+        /* The tiny form is the compact one with match bits and header
+         * data 0. */
+        xp_wire_sput_t s = { 0 };
+        size_t hl = type == XP_WIRE_TPUT ? sizeof(xp_wire_tput_t) : sizeof(s);
+        if (len < hl)
             return -1;
-        memcpy(&t, pkt, sizeof(t));
-        if (t.len != len - sizeof(t) || t.ack_req == PTL_ACK_REQ || t.ack_req > PTL_OC_ACK_REQ)
+        if (type == XP_WIRE_TPUT) {
+            xp_wire_tput_t t;
+            memcpy(&t, pkt, sizeof(t));
+            xp_wire_tput_widen(&t, &s);
+        } else {
+            /* The ring slot may be unaligned for the 64-bit fields. */
+            memcpy(&s, pkt, sizeof(s));
+        }
+        if (s.len != len - hl || s.ack_req == PTL_ACK_REQ || s.ack_req > PTL_OC_ACK_REQ)
             return -1;
         *h = (xp_pkt_t){
             .type = XP_PKT_PUT,
-            .slot = t.slot,
-            .ack_req = t.ack_req,
-            .pt_index = t.pt_index,
-            .md_handle = t.md_handle,
-            .uid = t.uid,
-            .rlength = t.len,
-            .remote_offset = t.remote_offset,
+            .slot = s.slot,
+            .ack_req = s.ack_req,
+            .pt_index = s.pt_index,
+            .md_handle = s.md_handle,
+            .uid = s.uid,
+            .match_bits = s.match_bits,
+            .hdr_data = s.hdr_data,
+            .rlength = s.len,
+            .remote_offset = s.remote_offset,
         };
-        *hdr_len = sizeof(t);
-        return 0;
-    }
-    if (type == XP_WIRE_SPUT) {
-        xp_wire_sput_t s;
-        if (len < sizeof(s))
-            return -1;
-        /* The ring slot may be unaligned for the 64-bit fields. */
-        memcpy(&s, pkt, sizeof(s));
-        if (s.len != len - sizeof(s) || s.ack_req == PTL_ACK_REQ || s.ack_req > PTL_OC_ACK_REQ)
-            return -1;
-        memset(h, 0, sizeof(*h));
-        h->type = XP_PKT_PUT;
-        h->slot = s.slot;
-        h->ack_req = s.ack_req;
-        h->pt_index = s.pt_index;
-        h->md_handle = s.md_handle;
-        h->uid = s.uid;
-        h->match_bits = s.match_bits;
-        h->hdr_data = s.hdr_data;
-        h->rlength = s.len;
-        h->remote_offset = s.remote_offset;
-        *hdr_len = sizeof(s);
+        *hdr_len = hl;
         return 0;
     }
     if (type == XP_WIRE_SACK) {
