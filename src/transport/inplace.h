@@ -75,6 +75,7 @@ static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_
     if (__builtin_expect(((end - 1) ^ t) > mask || end - ip->cached_head > mask + 1, 0))
         return NULL;
     xp_shm_cell_t *c = &ring->cells[t & mask];
+    xp_shm_cell_prefetch(ring->cells, t, mask);
     xp_tsan_message_out();
     xp_store_release(&ring->tail, end);
     out->cell = c;

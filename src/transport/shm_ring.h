@@ -88,6 +88,23 @@ static inline unsigned char *xp_shm_cell_open(xp_shm_cell_t *c, uint64_t pos, si
 static inline void xp_shm_cell_publish(xp_shm_cell_t *c, uint64_t word)
 {
     xp_store_release(&c->word, word);
+    /* The reader's next load of it then misses to the shared cache, not
+     * into this core (measured with the prefetch below: 8 B message rate
+     * 16-24 -> 27-46 M/s, 32 B 14-21 -> 30-37; one-way latency the same). */
+    xp_cache_demote(c);
+}
+
+/* Cells a sender asks for ahead of the one it fills: far enough that the
+ * line has left the reader (who read it one lap ago) by the time the
+ * stores come, near enough to stay in this core's cache. 4 measured best
+ * of 1, 2, 4, 6 and 8 (1 slows a ping-pong: the reader is still on it). */
+#define XP_SHM_PREFETCH_CELLS 4
+
+/* Ask for the cell XP_SHM_PREFETCH_CELLS past position t of a ring of
+ * mask + 1 cells in exclusive state (a hint: nothing changes). */
+static inline void xp_shm_cell_prefetch(xp_shm_cell_t *cells, uint64_t t, uint64_t mask)
+{
+    xp_prefetch_write(&cells[(t + XP_SHM_PREFETCH_CELLS) & mask]);
 }
 
 /* The word of a freed cell at position pos: its low bits are those of the
@@ -187,6 +204,7 @@ static inline int xp_shm_ring_try_push_single(xp_shm_ring_t *ring, const uint64_
                          0))
         return 0;
     xp_shm_cell_t *c = &ring->cells[idx];
+    xp_shm_cell_prefetch(ring->cells, t, ncells - 1);
     xp_store_release(&ring->tail, t + need);
     uint64_t word;
     unsigned char *p = xp_shm_cell_open(c, t, len, src, &word);

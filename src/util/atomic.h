@@ -36,6 +36,33 @@ static inline void xp_cpu_relax(void)
 #endif
 }
 
+/* Cache hints for a line handed from one core to another (a ring cell).
+ * xp_prefetch_write asks for the line in exclusive state ahead of the
+ * stores that will fill it: its fetch from the reader's cache then
+ * overlaps the writes before it instead of stalling the first store.
+ * xp_cache_demote, after the line is published, pushes it out of the
+ * writer's private caches to the shared one, where the reader's load finds
+ * it without a snoop into the writer's core. Both are hints: prefetchw runs
+ * on every x86-64 still sold (a NOP where absent), cldemote is encoded in
+ * the reserved-NOP space (a NOP before Tremont / Sapphire Rapids). */
+static inline void xp_prefetch_write(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("prefetchw %0" ::"m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+static inline void xp_cache_demote(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("cldemote %0" ::"m"(*(const char *)p));
+#else
+    (void)p;
+#endif
+}
+
 /* Sleep while *word == expected, at most timeout_ns (UINT64_MAX: forever).
  * Returns XP_OK when woken or the value differs, XP_ERR_TIMEOUT on timeout.
  * Spurious wake-ups are possible: callers re-check their condition. */
