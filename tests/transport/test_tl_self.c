@@ -119,19 +119,19 @@ static void check_doorbell(void)
 /* xp_tl_nap: bounded when nothing rings it (a condition that changes
  * without a ring is seen when the nap ends), woken at once by a packet's
  * ring, immediate when its predicate already holds. */
-static volatile int nap_flag;
+static int nap_flag; /* atomic: the setter is another thread */
 
 static int nap_flag_pred(void *arg)
 {
     (void)arg;
-    return nap_flag;
+    return xp_load_acquire(&nap_flag);
 }
 
 static void *set_flag_quietly(void *arg)
 {
     (void)arg;
     usleep(2000);
-    nap_flag = 1; /* no ring */
+    xp_store_release(&nap_flag, 1); /* no ring */
     return NULL;
 }
 
@@ -152,7 +152,7 @@ static void check_nap(void)
     uint64_t dt = xp_time_ns() - t0;
     XP_CHECK(dt >= 2000000 && dt < 2000000000ull);
 
-    nap_flag = 0;
+    xp_store_relaxed(&nap_flag, 0);
     XP_REQUIRE(pthread_create(&t, NULL, set_flag_quietly, NULL) == 0);
     t0 = xp_time_ns();
     XP_CHECK_EQ(xp_tl_nap(nap_flag_pred, NULL, 50000000), 1); /* found when the 50 ms end */
