@@ -91,13 +91,13 @@ static inline void xp_shm_cell_publish(xp_shm_cell_t *c, uint64_t word)
     /* The reader's next load of it then misses to the shared cache, not
      * into this core (measured with the prefetch below: 8 B message rate
      * 16-24 -> 27-46 M/s, 32 B 14-21 -> 30-37; one-way latency the same). */
-    xp_cache_demote(c);
+    xp_cache_demote(&c->word); /* (reads the word: stays after the store) */
 }
 
 /* Cells a sender asks for ahead of the one it fills: far enough that the
  * line has left the reader (who read it one lap ago) by the time the
  * stores come, near enough to stay in this core's cache. 4 measured best
- * of 1, 2, 4, 6 and 8 (1 slows a ping-pong: the reader is still on it). */
+ * of 1, 2, 4 and 6 (1 slows a ping-pong: the reader is still on it). */
 #define XP_SHM_PREFETCH_CELLS 4
 
 /* Ask for the cell XP_SHM_PREFETCH_CELLS past position t of a ring of
