@@ -10,7 +10,7 @@
 # medians over the trials and the ratio Xportals / best peer.
 #
 #   compare.sh [--rounds R] [--quick] [--full] [--prefix DIR] [--workdir DIR]
-#              [--only LIST] [--no-install]
+#              [--only LIST] [--cpus A,B] [--no-install]
 #
 # See docs/performance.md for what each measurement is and how to read it.
 set -uo pipefail
@@ -27,6 +27,10 @@ usage: compare.sh [options]
   --workdir DIR   where MPI programs are built and logs kept
                   (default ${TMPDIR:-/tmp}/xp-compare-$UID)
   --only LIST     comma-separated candidates: xportals,mpich,openmpi,ucx
+  --cpus A,B      the two CPUs every candidate and the probe run on (default:
+                  0,1, each launcher's own binding); on a machine with SMT or
+                  several sockets, pick two cores of one socket that share no
+                  core (see lscpu -e)
   --progress LIST run Xportals once per XP_PROGRESS mode in LIST (e.g.
                   thread,inline), as candidates xportals*.MODE
   --mpi-src FILE  the MPI benchmark source (default: mpi/mpi_bench.c next to
@@ -47,6 +51,7 @@ workdir="${TMPDIR:-/tmp}/xp-compare-$(id -u)"
 only="xportals,mpich,openmpi,ucx"
 install=1
 progress=""
+cpus=""
 MPI_SRC="$here/mpi/mpi_bench.c"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -58,6 +63,7 @@ while [ $# -gt 0 ]; do
     --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
     --mpi-src) [ $# -ge 2 ] || usage; MPI_SRC=$2; shift 2 ;;
     --progress) [ $# -ge 2 ] || usage; progress=${2//,/ }; shift 2 ;;
+    --cpus) [ $# -ge 2 ] || usage; cpus=$2; shift 2 ;;
     --no-install) install=0; shift ;;
     -h | --help) usage ;;
     *) echo "compare.sh: unknown option $1" >&2; usage ;;
@@ -65,6 +71,14 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$rounds" ] || rounds=$((quick ? 2 : 5))
 case "$rounds" in '' | *[!0-9]* | 0) echo "compare.sh: --rounds wants a positive number" >&2; usage ;; esac
+if [ -n "$cpus" ]; then
+    case "$cpus" in
+    *[!0-9,]* | ,* | *, | *,*,*) echo "compare.sh: --cpus wants two CPU numbers, A,B" >&2; usage ;;
+    *,*) CPU_A=${cpus%,*} CPU_B=${cpus#*,} ;;
+    *) echo "compare.sh: --cpus wants two CPU numbers, A,B" >&2; usage ;;
+    esac
+    [ "$CPU_A" != "$CPU_B" ] || { echo "compare.sh: --cpus wants two different CPUs" >&2; usage; }
+fi
 for c in ${only//,/ }; do
     case "$c" in xportals | mpich | openmpi | ucx) ;; *) echo "compare.sh: unknown candidate $c" >&2; usage ;; esac
 done
@@ -150,7 +164,7 @@ probe() {
     local line
     PROBE_NS=NA PROBE_RING=NA PROBE_STATE=unknown
     [ -n "$PROBE" ] || return 0
-    line=$(timeout 10 "$PROBE" 2>/dev/null) || return 0
+    line=$(timeout 10 "$PROBE" ${cpus:+--cpus "$cpus"} 2>/dev/null) || return 0
     PROBE_NS=$(kv oneway_ns "$line")
     PROBE_RING=$(kv ring_ns "$line")
     PROBE_RING=${PROBE_RING:-NA}
@@ -161,16 +175,25 @@ probe() {
 kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' <<<"$2"; }
 
 # ------------------------------------------------------------------ candidates
-# Launchers: each runs 2 processes on CPUs 0 and 1 and prints the program's output.
-# XP_MODE: the XP_PROGRESS mode of this trial (empty: the caller's environment).
+# Launchers: each runs 2 processes on CPUs 0 and 1 (--cpus: A and B) and
+# prints the program's output. XP_MODE: the XP_PROGRESS mode of this trial
+# (empty: the caller's environment). xprun binds rank i to the i-th CPU its
+# own affinity allows, so taskset picks the pair.
 xp() {
-    timeout -k 5 "$TRIAL_TIMEOUT" "$XPRUN" -n 2 ${XP_MODE:+-x XP_PROGRESS=$XP_MODE} \
-        "$XPBENCH/$1" "${@:2}"
+    timeout -k 5 "$TRIAL_TIMEOUT" ${cpus:+taskset -c "$cpus"} "$XPRUN" -n 2 \
+        ${XP_MODE:+-x XP_PROGRESS=$XP_MODE} "$XPBENCH/$1" "${@:2}"
 }
-mpich() { timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to core -n 2 "$workdir/mpi_bench.mpich" "$@"; }
+mpich() {
+    local bind=core
+    [ -z "$cpus" ] || bind=user:$cpus
+    timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to "$bind" -n 2 \
+        "$workdir/mpi_bench.mpich" "$@"
+}
 openmpi() {
+    local bind=(--bind-to core)
+    [ -z "$cpus" ] || bind=(--cpu-list "$cpus" --bind-to cpu-list:ordered)
     timeout -k 5 "$TRIAL_TIMEOUT" mpirun.openmpi -n 2 --allow-run-as-root --oversubscribe \
-        --bind-to core --mca pml ob1 --mca btl self,vader "$workdir/mpi_bench.openmpi" "$@"
+        "${bind[@]}" --mca pml ob1 --mca btl self,vader "$workdir/mpi_bench.openmpi" "$@"
 }
 
 # ucx ARGS: a ucx_perftest server (CPU 0) and client (CPU 1) on loopback over
@@ -178,13 +201,13 @@ openmpi() {
 # port: trials run in subshells); prints the client's CSV lines.
 ucx() {
     local port=$((20000 + RANDOM % 30000)) spid rc=1 try
-    UCX_TLS=posix,cma,self timeout -k 5 "$TRIAL_TIMEOUT" ucx_perftest -p "$port" -c 0 "$@" \
+    UCX_TLS=posix,cma,self timeout -k 5 "$TRIAL_TIMEOUT" ucx_perftest -p "$port" -c "${CPU_A:-0}" "$@" \
         >/dev/null 2>&1 &
     spid=$!
     for try in 1 2 3 4 5 6 7 8 9 10; do
         sleep 0.1
         UCX_TLS=posix,cma,self timeout -k 5 "$TRIAL_TIMEOUT" ucx_perftest 127.0.0.1 -p "$port" \
-            -c 1 -f -v "$@" 2>&1 && { rc=0; break; }
+            -c "${CPU_B:-1}" -f -v "$@" 2>&1 && { rc=0; break; }
         kill -0 "$spid" 2>/dev/null || break # the server is gone: give up
     done
     if kill -0 "$spid" 2>/dev/null; then
@@ -505,7 +528,7 @@ note "xportals: ${prefix:-not found} $([ -x "${prefix:-/nonexistent}/bin/xpinfo"
 command -v mpichversion >/dev/null && note "mpich: $(mpichversion 2>/dev/null | head -1 | sed 's/^[^:]*:\s*//') ($(mpichversion 2>/dev/null | grep -i '^MPICH Device' | sed 's/^[^:]*:\s*//'))"
 command -v mpirun.openmpi >/dev/null && note "openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1)"
 command -v ucx_info >/dev/null && note "ucx: $(ucx_info -v 2>/dev/null | head -1 | sed 's/^# //')"
-note "probe: ${PROBE:-none}; rounds=$rounds quick=$quick full=$full; logs in $workdir/logs"
+note "probe: ${PROBE:-none}; cpus=${cpus:-0,1}; rounds=$rounds quick=$quick full=$full; logs in $workdir/logs"
 note "candidates:$avail"
 
 for ((r = 1; r <= rounds; r++)); do
