@@ -9,6 +9,14 @@ set -u
 build=$1 cc=$2 src=$3
 cmake=${CMAKE_COMMAND:-cmake}
 
+# A build tree run on another machine may not find the tools configured here:
+# take the ones on PATH, or skip (77).
+usable() { command -v "$1" > /dev/null 2>&1; }
+usable "$cmake" || cmake=cmake
+usable "$cc" || cc=cc
+usable "$cmake" || { echo "install_check: no cmake here: skipped"; exit 77; }
+usable "$cc" || { echo "install_check: no C compiler here: skipped"; exit 77; }
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xp-install-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 prefix=$tmp/prefix
