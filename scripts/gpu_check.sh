@@ -22,6 +22,8 @@ run 20 xpinfo "$B/bin/xpinfo"
 run 60 test_dt_cuda "$B/tests/test_dt_cuda"
 run 30 accel_cuda "$B/tests/accel_cuda"
 run 40 test_cuda_agent "$B/tests/test_cuda_agent"
+run 40 mp_xtq_cuda "$B/bin/xprun" -n 2 --timeout 30 "$B/tests/mp_xtq_cuda"
+run 40 mp_xtq_cuda_inline "$B/bin/xprun" -n 2 --timeout 30 -x XP_PROGRESS=inline "$B/tests/mp_xtq_cuda"
 [ -x "$B/libexec/xportals/dt_pack_gpu" ] && run 60 dt_pack_gpu "$B/libexec/xportals/dt_pack_gpu" 10
 if command -v compute-sanitizer >/dev/null; then
     run 60 sanitize_dt compute-sanitizer --tool memcheck --error-exitcode 9 "$B/tests/test_dt_cuda" 20
