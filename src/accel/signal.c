@@ -136,14 +136,17 @@ static int satisfied(xp_signal_cond_t cond, int64_t v, int64_t cmp)
     return 0;
 }
 
+typedef int (*wait_hook_t)(uint64_t max_ns, int (*ready)(void *), void *arg);
+
 /* XP_PROGRESS=inline leaves Portals packets to whoever calls into the
  * library, and what a waiter here waits for (an XTQ task whose descriptor
  * is still a packet in this process's ring) may need them: without this, a
  * rank waiting for its remotely queued tasks waits forever. The runtime's
- * wait hook (util/context.h; NULL with a progress thread) handles packets
- * and sleeps on their doorbell for at most a slice, so the signal is seen
- * within PROGRESS_SLICE_NS when no packet comes. */
-static xp_status_t wait_with_progress(int (*hook)(uint64_t), int (*ready)(void *), void *arg,
+ * wait hook (util/context.h; NULL with a progress thread) handles packets,
+ * spins on packets or `ready`, and sleeps on the packets' doorbell for at
+ * most a slice, so the signal is seen within PROGRESS_SLICE_NS even when
+ * nothing rings the doorbell (a device's update). */
+static xp_status_t wait_with_progress(wait_hook_t hook, int (*ready)(void *), void *arg,
                                       uint64_t deadline)
 {
     for (;;) {
@@ -152,7 +155,7 @@ static xp_status_t wait_with_progress(int (*hook)(uint64_t), int (*ready)(void *
         uint64_t now = xp_time_ns();
         if (now >= deadline)
             return XP_ERR_TIMEOUT;
-        hook(deadline - now < PROGRESS_SLICE_NS ? deadline - now : PROGRESS_SLICE_NS);
+        hook(deadline - now < PROGRESS_SLICE_NS ? deadline - now : PROGRESS_SLICE_NS, ready, arg);
     }
 }
 
@@ -170,7 +173,7 @@ static int cond_ready(void *arg)
     return satisfied(c->cond, c->v, c->cmp);
 }
 
-static int (*progress_hook(void))(uint64_t)
+static wait_hook_t progress_hook(void)
 {
     return __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
 }
@@ -208,23 +211,27 @@ xp_status_t xp_signal_wait(xp_signal_t *sig, xp_signal_cond_t cond, int64_t comp
     if (!sig || (unsigned)cond > XP_SIGNAL_GTE)
         return XP_ERR_INVALID;
     uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : xp_time_ns() + timeout_ns;
-    long spins = xp_config()->spin_count;
     int64_t v = 0;
-    int ok = 0;
-    for (long i = 0; i < spins && !ok; i++) {
-        v = __atomic_load_n(&sig->value, __ATOMIC_ACQUIRE);
-        ok = satisfied(cond, v, compare);
-        if (!ok)
-            xp_cpu_relax();
-    }
-    int (*hook)(uint64_t) = ok ? NULL : progress_hook();
     xp_status_t st = XP_OK;
+    /* With inline progress the hook's own spin watches the signal and the
+     * packets together: a spin here first would hold back the packets the
+     * awaited task may still be in. */
+    wait_hook_t hook = progress_hook();
     if (hook) {
         cond_arg_t c = { sig, cond, compare, 0 };
         st = wait_with_progress(hook, cond_ready, &c, deadline);
         v = c.v;
-    } else if (!ok) {
-        st = sleep_until(sig, cond, compare, deadline, &v);
+    } else {
+        long spins = xp_config()->spin_count;
+        int ok = 0;
+        for (long i = 0; i < spins && !ok; i++) {
+            v = __atomic_load_n(&sig->value, __ATOMIC_ACQUIRE);
+            ok = satisfied(cond, v, compare);
+            if (!ok)
+                xp_cpu_relax();
+        }
+        if (!ok)
+            st = sleep_until(sig, cond, compare, deadline, &v);
     }
     drain(sig);
     if (st != XP_OK)
@@ -248,6 +255,13 @@ void xp_signal_kick(xp_signal_t *sig)
 
 xp_status_t xp_signal_wait_pred(xp_signal_t *sig, int (*pred)(void *), void *arg, uint64_t deadline_ns)
 {
+    wait_hook_t hook = progress_hook(); /* first, as in xp_signal_wait */
+    if (hook) {
+        xp_status_t st = wait_with_progress(hook, pred, arg, deadline_ns);
+        if (st == XP_OK)
+            drain(sig);
+        return st;
+    }
     long spins = xp_config()->spin_count;
     for (long i = 0; i < spins; i++) {
         if (pred(arg)) {
@@ -255,13 +269,6 @@ xp_status_t xp_signal_wait_pred(xp_signal_t *sig, int (*pred)(void *), void *arg
             return XP_OK;
         }
         xp_cpu_relax();
-    }
-    int (*hook)(uint64_t) = progress_hook();
-    if (hook) {
-        xp_status_t st = wait_with_progress(hook, pred, arg, deadline_ns);
-        if (st == XP_OK)
-            drain(sig);
-        return st;
     }
     for (;;) {
         uint32_t seen = __atomic_load_n(&sig->seq, __ATOMIC_SEQ_CST);

@@ -114,7 +114,8 @@ static xp_status_t read_line(pmi1_t *p, char *line, size_t cap, int timeout_ms)
             }
             wait = (int)((deadline - now) / 1000000) + 1;
         }
-        int (*hook)(uint64_t) = __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
+        int (*hook)(uint64_t, int (*)(void *), void *) =
+            __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
         int (*spin)(void) = hook ? NULL : __atomic_load_n(&xp_ctx.runtime_poll_hook, __ATOMIC_ACQUIRE);
         if (spin && xp_time_ns() >= spin_end)
             spin = NULL;
@@ -125,7 +126,7 @@ static xp_status_t read_line(pmi1_t *p, char *line, size_t cap, int timeout_ms)
             return XP_ERR_IO;
         }
         if (r == 0 && hook)
-            hook(HOOK_SLICE_NS);
+            hook(HOOK_SLICE_NS, NULL, NULL);
         if (r == 0 && spin)
             spin();
         if (r <= 0)

@@ -41,10 +41,13 @@ typedef struct xp_context {
     /* Set by ptl/ with XP_PROGRESS=inline (NULL otherwise): the runtime calls
      * it while it blocks on its launcher (xp_barrier, xp_kv_fence, xp_kv_get;
      * PMI-1 backend; PMIx blocks inside its library), so that a rank in a
-     * runtime barrier still answers Portals requests. It makes progress and
-     * may sleep up to max_ns waiting for packets; it returns the packets
-     * handled. A hook, so the runtime does not depend on ptl. */
-    int (*runtime_wait_hook)(uint64_t max_ns);
+     * runtime barrier still answers Portals requests; accel/ signal waits
+     * call it too. It makes progress and may wait up to max_ns for packets
+     * or for ready(arg) (ready may be NULL); it returns the packets handled.
+     * Its sleep ends on packets only: a ready() that nothing announces on
+     * the doorbell (a GPU's store) is seen by its spin or when the slice
+     * ends. A hook, so the runtime does not depend on ptl. */
+    int (*runtime_wait_hook)(uint64_t max_ns, int (*ready)(void *), void *arg);
     /* Set by ptl/ in both progress modes (NULL otherwise): one look at
      * Portals packets, which sleeps only while another thread is in a
      * handler; returns the packets handled (or 1 when it waited for that
