@@ -11,8 +11,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int xp_test_failures_;
+
+/* CLOCK_MONOTONIC in nanoseconds, for the tests that time what they check. */
+static inline uint64_t xp_test_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline int xp_test_cmp_u64_(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts t[0..n) in place (n > 0) and returns its median. */
+static inline uint64_t xp_test_median_u64(uint64_t *t, size_t n)
+{
+    qsort(t, n, sizeof(*t), xp_test_cmp_u64_);
+    return t[n / 2];
+}
 
 /* XP_TEST_TSAN is 1 in a ThreadSanitizer build. TSan sees no synchronisation
  * made through memory shared between processes (fork + MAP_SHARED): tests

@@ -17,7 +17,6 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../xtq/xtq_mp.h"
 #include "xportals/accel.h"
@@ -33,23 +32,9 @@
 #define CMD_LEN (PTL_XTQ_CMD_SIZE + ARGS_LEN)
 #define MSG_LEN (CMD_LEN + XN * sizeof(double))
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median_us(uint64_t *t, int n)
 {
-    qsort(t, (size_t)n, sizeof(*t), cmp_u64);
-    return t[n / 2] / 1e3;
+    return xp_test_median_u64(t, (size_t)n) / 1e3;
 }
 
 /* Task k's payload element i; what rank 1's device buffer holds at the end. */
@@ -97,14 +82,14 @@ static void initiator(xtq_env_t *e, ptl_handle_md_t md, ptl_handle_ct_t ct)
         msg->args[2] = XN;
         for (int i = 0; i < XN; i++)
             msg->data[i] = payload(k, i);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = xp_test_now_ns();
         XP_REQUIRE(PtlXtqPut(md, (ptl_size_t)(uintptr_t)msg, CMD_LEN, md,
                              (ptl_size_t)(uintptr_t)msg->data, XN * sizeof(double), PTL_ACK_REQ,
                              target, e->pt, 0, 0, NULL, 0) == PTL_OK);
         ptl_ct_event_t c;
         XP_REQUIRE(PtlCTWait(ct, ++seen, &c) == PTL_OK);
         XP_CHECK_EQ(c.failure, 0);
-        t[k] = now_ns() - t0;
+        t[k] = xp_test_now_ns() - t0;
         /* XTQ puts always ask for the acknowledgement: it carries refusals. */
         ptl_event_t ack = xtq_wait_ack(e);
         XP_CHECK_EQ(ack.ni_fail_type, PTL_NI_OK);
@@ -112,11 +97,11 @@ static void initiator(xtq_env_t *e, ptl_handle_md_t md, ptl_handle_ct_t ct)
     }
     double xtq = median_us(t, NT);
     for (int k = 0; k < PING; k++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = xp_test_now_ns();
         put0(e, md, 1, 2);
         ptl_ct_event_t c;
         XP_REQUIRE(PtlCTWait(ct, ++seen, &c) == PTL_OK);
-        t[k] = now_ns() - t0;
+        t[k] = xp_test_now_ns() - t0;
     }
     printf("mp_xtq_cuda: XTQ put of %zu B -> SUM_F64 on the GPU -> completion signal -> reply: "
            "median %.2f us over %d tasks; 0-byte put round trip: median %.2f us\n",

@@ -19,7 +19,6 @@
 #include <portals4_xtq.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "xp_test.h"
 #include "xportals/accel.h"
@@ -42,19 +41,6 @@ typedef struct gpu {
     double *d_dst, *d_src;   /* device */
     double *h;               /* host scratch */
 } gpu_t;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
 
 static xp_aql_packet_t kernel_packet(uint64_t kobj, void *args, uint32_t grid, xp_signal_t *sig)
 {
@@ -312,13 +298,13 @@ static void nop_latency(gpu_t *g)
     uint64_t t[R];
     xp_aql_packet_t p = kernel_packet(XP_CUDA_KERNEL_NOP, NULL, 1, g->done);
     for (int i = 0; i < R; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = xp_test_now_ns();
         XP_CHECK_EQ(run_one(g, &p), XP_OK);
-        t[i] = now_ns() - t0;
+        t[i] = xp_test_now_ns() - t0;
     }
-    qsort(t, R, sizeof(t[0]), cmp_u64);
+    uint64_t median = xp_test_median_u64(t, R); /* (sorts t) */
     printf("cuda agent: NOP packet push -> completion signal seen: median %.2f us (min %.2f, p90 %.2f)\n",
-           t[R / 2] / 1e3, t[0] / 1e3, t[R * 9 / 10] / 1e3);
+           median / 1e3, t[0] / 1e3, t[R * 9 / 10] / 1e3);
 }
 
 int main(void)

@@ -107,18 +107,11 @@ static void initiator(ptl_handle_ni_t ni)
  * woken by the arrival takes microseconds to run) in different rounds; in
  * odd rounds polling (PtlCTGet makes progress), so that with inline
  * progress the put is consumed first too. */
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void jitter(ptl_size_t k, ptl_handle_ct_t ct)
 {
-    uint64_t t0 = now_ns(), span = (k % 64) * 1000 + (k % 7) * 150;
+    uint64_t t0 = xp_test_now_ns(), span = (k % 64) * 1000 + (k % 7) * 150;
     ptl_ct_event_t ev;
-    while (now_ns() - t0 < span)
+    while (xp_test_now_ns() - t0 < span)
         if (k & 1) /* poll: the handler runs in this thread (inline progress) */
             PtlCTGet(ct, &ev);
 }
