@@ -136,8 +136,6 @@ static int satisfied(xp_signal_cond_t cond, int64_t v, int64_t cmp)
     return 0;
 }
 
-typedef int (*wait_hook_t)(uint64_t max_ns, int (*ready)(void *), void *arg);
-
 /* XP_PROGRESS=inline leaves Portals packets to whoever calls into the
  * library, and what a waiter here waits for (an XTQ task whose descriptor
  * is still a packet in this process's ring) may need them: without this, a
@@ -146,7 +144,7 @@ typedef int (*wait_hook_t)(uint64_t max_ns, int (*ready)(void *), void *arg);
  * spins on packets or `ready`, and sleeps on the packets' doorbell for at
  * most a slice, so the signal is seen within PROGRESS_SLICE_NS even when
  * nothing rings the doorbell (a device's update). */
-static xp_status_t wait_with_progress(wait_hook_t hook, int (*ready)(void *), void *arg,
+static xp_status_t wait_with_progress(xp_wait_hook_fn hook, int (*ready)(void *), void *arg,
                                       uint64_t deadline)
 {
     for (;;) {
@@ -173,7 +171,7 @@ static int cond_ready(void *arg)
     return satisfied(c->cond, c->v, c->cmp);
 }
 
-static wait_hook_t progress_hook(void)
+static xp_wait_hook_fn progress_hook(void)
 {
     return __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
 }
@@ -216,7 +214,7 @@ xp_status_t xp_signal_wait(xp_signal_t *sig, xp_signal_cond_t cond, int64_t comp
     /* With inline progress the hook's own spin watches the signal and the
      * packets together: a spin here first would hold back the packets the
      * awaited task may still be in. */
-    wait_hook_t hook = progress_hook();
+    xp_wait_hook_fn hook = progress_hook();
     if (hook) {
         cond_arg_t c = { sig, cond, compare, 0 };
         st = wait_with_progress(hook, cond_ready, &c, deadline);
@@ -255,7 +253,7 @@ void xp_signal_kick(xp_signal_t *sig)
 
 xp_status_t xp_signal_wait_pred(xp_signal_t *sig, int (*pred)(void *), void *arg, uint64_t deadline_ns)
 {
-    wait_hook_t hook = progress_hook(); /* first, as in xp_signal_wait */
+    xp_wait_hook_fn hook = progress_hook(); /* first, as in xp_signal_wait */
     if (hook) {
         xp_status_t st = wait_with_progress(hook, pred, arg, deadline_ns);
         if (st == XP_OK)

@@ -520,11 +520,7 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
-/* The runtime's wait hook with XP_PROGRESS=inline (util/context.h): a rank
- * blocked in xp_barrier or xp_kv_fence still answers Portals requests. An
- * MPI-style runtime barrier in the middle of a Portals program is common,
- * and without this its peers' gets, atomics and acked puts to this rank
- * hang until it leaves the barrier (test_engine_atomic_np* did). */
+/* What the wait hook's spin waits for: packets, or the caller's ready(). */
 typedef struct hook_wait {
     int (*ready)(void *);
     void *arg;
@@ -536,6 +532,11 @@ static int pending_or_ready(void *p)
     return xp_tl_pending() || (w->ready && w->ready(w->arg));
 }
 
+/* The runtime's wait hook with XP_PROGRESS=inline (util/context.h): a rank
+ * blocked in xp_barrier or xp_kv_fence still answers Portals requests. An
+ * MPI-style runtime barrier in the middle of a Portals program is common,
+ * and without this its peers' gets, atomics and acked puts to this rank
+ * hang until it leaves the barrier (test_engine_atomic_np* did). */
 static int runtime_wait_hook(uint64_t max_ns, int (*ready)(void *), void *arg)
 {
     int n = xp_ptl_progress();

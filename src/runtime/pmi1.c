@@ -114,8 +114,7 @@ static xp_status_t read_line(pmi1_t *p, char *line, size_t cap, int timeout_ms)
             }
             wait = (int)((deadline - now) / 1000000) + 1;
         }
-        int (*hook)(uint64_t, int (*)(void *), void *) =
-            __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
+        xp_wait_hook_fn hook = __atomic_load_n(&xp_ctx.runtime_wait_hook, __ATOMIC_ACQUIRE);
         int (*spin)(void) = hook ? NULL : __atomic_load_n(&xp_ctx.runtime_poll_hook, __ATOMIC_ACQUIRE);
         if (spin && xp_time_ns() >= spin_end)
             spin = NULL;

@@ -20,6 +20,9 @@ struct xp_dt_state;    /* dt/ */
 struct xp_ptl_objects; /* ptl/ (CT, EQ) */
 struct pmi1;           /* runtime/pmi1.c */
 
+/* The runtime wait hook's type (runtime_wait_hook below). */
+typedef int (*xp_wait_hook_fn)(uint64_t max_ns, int (*ready)(void *), void *arg);
+
 typedef struct xp_context {
     /* util: configuration, parsed once */
     pthread_once_t config_once;
@@ -47,7 +50,7 @@ typedef struct xp_context {
      * Its sleep ends on packets only: a ready() that nothing announces on
      * the doorbell (a GPU's store) is seen by its spin or when the slice
      * ends. A hook, so the runtime does not depend on ptl. */
-    int (*runtime_wait_hook)(uint64_t max_ns, int (*ready)(void *), void *arg);
+    xp_wait_hook_fn runtime_wait_hook;
     /* Set by ptl/ in both progress modes (NULL otherwise): one look at
      * Portals packets, which sleeps only while another thread is in a
      * handler; returns the packets handled (or 1 when it waited for that
