@@ -4,8 +4,11 @@
  *
  * Design (DESIGN.md section 2; decisions taken here):
  *
- * Identity. pid = job rank, nid = node index (xp_node_of). A physical id
- * (nid, pid) names job rank pid; a logical rank goes through the NI's map
+ * Identity. pid = job rank + 1 (ni.c: phys_of_rank), nid = node index
+ * (xp_node_of). A physical id (nid, pid) names job rank pid - 1; no process
+ * has pid 0, which Open MPI's coll/portals4 takes for a logical address (it
+ * disqualifies itself on that rank only, and the job hangs in its first
+ * collective). A logical rank goes through the NI's map
  * (identity unless PtlSetMap installed a permutation). Events carry the
  * initiator as the receiving NI addresses it.
  *

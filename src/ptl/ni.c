@@ -197,25 +197,38 @@ static const xp_ni_map_t *map_get(const xp_ni_t *ni)
     return __atomic_load_n(&ni->map, __ATOMIC_ACQUIRE);
 }
 
-int xp_ni_target_rank_phys(const xp_ni_t *ni, ptl_process_t id)
+/* Physical ids (engine.h): pid = job rank + 1, so that no process has pid 0. */
+static ptl_process_t phys_of_rank(int rank)
+{
+    ptl_process_t p;
+    memset(&p, 0, sizeof(p));
+    p.phys.nid = (ptl_nid_t)xp_node_of(rank);
+    p.phys.pid = (ptl_pid_t)rank + 1;
+    return p;
+}
+
+/* Job rank a physical id names, -1 if no process of the job has it. */
+static int rank_of_phys(ptl_process_t id)
 {
     xp_ptl_state_t *st = xp_ptl_state();
-    if (id.phys.pid >= (ptl_pid_t)st->size)
+    if (id.phys.pid == 0 || id.phys.pid > (ptl_pid_t)st->size)
         return -1;
-    if ((int)id.phys.nid != xp_node_of((int)id.phys.pid))
-        return -1;
-    return (int)id.phys.pid;
+    int rank = (int)id.phys.pid - 1;
+    return (int)id.phys.nid == xp_node_of(rank) ? rank : -1;
+}
+
+int xp_ni_target_rank_phys(const xp_ni_t *ni, ptl_process_t id)
+{
+    (void)ni;
+    return rank_of_phys(id);
 }
 
 ptl_process_t xp_ni_process_of(const xp_ni_t *ni, int rank)
 {
     ptl_process_t p;
+    if (ni->physical)
+        return phys_of_rank(rank);
     memset(&p, 0, sizeof(p));
-    if (ni->physical) {
-        p.phys.nid = (ptl_nid_t)xp_node_of(rank);
-        p.phys.pid = (ptl_pid_t)rank;
-        return p;
-    }
     /* Identity map in the common case; otherwise search the permutation. */
     const xp_ni_map_t *map = map_get(ni);
     if ((ptl_size_t)rank < map->size && map->rank[rank] == rank) {
@@ -313,10 +326,10 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
         iface = 0;
     if (iface >= XP_PTL_MAX_IFACES || !ni_options_valid(options) || !ni_handle)
         return PTL_ARG_INVALID;
-    /* pid is this process's rank; any other explicit pid is taken by
+    /* Our pid is fixed by our rank; any other explicit pid is taken by
      * another process of the job (or does not exist). */
-    if (pid != PTL_PID_ANY && pid != (ptl_pid_t)st->rank)
-        return (int)pid < st->size ? PTL_PID_IN_USE : PTL_ARG_INVALID;
+    if (pid != PTL_PID_ANY && pid != phys_of_rank(st->rank).phys.pid)
+        return pid != 0 && pid <= (ptl_pid_t)st->size ? PTL_PID_IN_USE : PTL_ARG_INVALID;
     slot = (int)iface * 4 + ((options & PTL_NI_MATCHING) ? 2 : 0) +
            ((options & PTL_NI_PHYSICAL) ? 1 : 0);
 
@@ -410,9 +423,7 @@ int PtlGetPhysId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
     if (!xp_ni_from_handle(ni_handle) || !id)
         return PTL_ARG_INVALID;
     st = xp_ptl_state();
-    memset(id, 0, sizeof(*id));
-    id->phys.nid = (ptl_nid_t)xp_node_of(st->rank);
-    id->phys.pid = (ptl_pid_t)st->rank;
+    *id = phys_of_rank(st->rank);
     return PTL_OK;
 }
 
@@ -430,15 +441,6 @@ int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
     return PTL_OK;
 }
 
-/* Job rank named by a physical id of a map, -1 if no such process. */
-static int map_entry_rank(const ptl_process_t *p)
-{
-    xp_ptl_state_t *st = xp_ptl_state();
-    if (p->phys.pid >= (ptl_pid_t)st->size || (int)p->phys.nid != xp_node_of((int)p->phys.pid))
-        return -1;
-    return (int)p->phys.pid;
-}
-
 int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_t *mapping)
 {
     xp_ni_t *ni;
@@ -453,7 +455,7 @@ int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_
     if (!map)
         return PTL_NO_SPACE;
     for (ptl_size_t i = 0; i < map_size; i++) {
-        map->rank[i] = map_entry_rank(&mapping[i]);
+        map->rank[i] = rank_of_phys(mapping[i]);
         if (map->rank[i] < 0) {
             xp_error("PtlSetMap: entry %zu (nid %u, pid %u) is no process of this job",
                      (size_t)i, mapping[i].phys.nid, mapping[i].phys.pid);
@@ -495,9 +497,7 @@ int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, ptl_process_t *map
         return PTL_ARG_INVALID;
     xp_ni_lock(ni);
     for (ptl_size_t i = 0; i < map_size && i < ni->map->size; i++) {
-        memset(&mapping[i], 0, sizeof(mapping[i]));
-        mapping[i].phys.nid = (ptl_nid_t)xp_node_of(ni->map->rank[i]);
-        mapping[i].phys.pid = (ptl_pid_t)ni->map->rank[i];
+        mapping[i] = phys_of_rank(ni->map->rank[i]);
     }
     *actual_map_size = ni->map->size;
     xp_ni_unlock(ni);

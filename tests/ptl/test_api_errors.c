@@ -208,6 +208,15 @@ static void identity(ptl_handle_ni_t ni, ptl_handle_ni_t phys)
     XP_CHECK_EQ(PtlGetId(ni, NULL), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlGetPhysId(ni, &pid), PTL_OK);
     XP_CHECK_EQ(PtlGetPhysId(ni, NULL), PTL_ARG_INVALID);
+    /* No process has pid 0: Open MPI's coll/portals4 takes pid 0 for a
+     * logical address and disqualifies itself on that rank alone. */
+    XP_CHECK(pid.phys.pid != 0);
+    /* Our own pid asked for explicitly is the same NI; pid 0 is nobody's. */
+    ptl_handle_ni_t again;
+    XP_CHECK_EQ(PtlNIInit(PTL_IFACE_DEFAULT, NP, pid.phys.pid, NULL, NULL, &again), PTL_OK);
+    XP_CHECK(PtlHandleIsEqual(again, phys));
+    XP_CHECK_EQ(PtlNIFini(again), PTL_OK);
+    XP_CHECK_EQ(PtlNIInit(PTL_IFACE_DEFAULT, NP, 0, NULL, NULL, &again), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlGetId(phys, &id), PTL_OK);
     XP_CHECK_EQ(id.phys.nid, pid.phys.nid);
     XP_CHECK_EQ(id.phys.pid, pid.phys.pid);
@@ -225,6 +234,8 @@ static void identity(ptl_handle_ni_t ni, ptl_handle_ni_t phys)
     map[0] = pid;
     map[0].phys.pid += 7;
     XP_CHECK(PtlSetMap(ni, 1, map) != PTL_OK);
+    map[0].phys.pid = 0;
+    XP_CHECK_EQ(PtlSetMap(ni, 1, map), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlSetMap(ni, 0, map), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlSetMap(ni, 1, NULL), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlSetMap(phys, 1, &pid), PTL_ARG_INVALID);
