@@ -10,6 +10,7 @@
 #include <pmix.h>
 
 #include "runtime/boot.h"
+#include "util/context.h"
 #include "util/log.h"
 
 #define KEY_PREFIX "xp."
@@ -41,6 +42,24 @@ static void prefixed(const char *key, char *out, size_t len)
     snprintf(out, len, KEY_PREFIX "%s", key);
 }
 
+/* PMIx_Init and PMIx_Finalize count references, and only the last finalize
+ * tells the launcher that the process finalized. A Portals client that never
+ * calls PtlFini leaves ours held, and then an MPI library's finalize (the
+ * same libpmix) is not the last: Open MPI's mpirun reported every rank
+ * "exiting improperly" once its osc/portals4 component had called PtlInit,
+ * which it never pairs with PtlFini. So the reference still held at exit
+ * (or when this library is unloaded: atexit in a shared object runs then)
+ * is given back here. */
+static void pmix_at_exit(void)
+{
+    if (!xp_ctx.pmix_held)
+        return;
+    xp_ctx.pmix_held = 0;
+    __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE); /* Portals may be gone */
+    __atomic_store_n(&xp_ctx.runtime_poll_hook, NULL, __ATOMIC_RELEASE);
+    PMIx_Finalize(NULL, 0);
+}
+
 static xp_status_t pmix_init(int timeout_s, void **state, xp_boot_info_t *info)
 {
     pmix_state_t *s = calloc(1, sizeof *s);
@@ -66,6 +85,11 @@ static xp_status_t pmix_init(int timeout_s, void **state, xp_boot_info_t *info)
     }
     info->size = (int)val->data.uint32;
     PMIX_VALUE_RELEASE(val);
+    xp_ctx.pmix_held = 1;
+    if (!xp_ctx.pmix_atexit) {
+        xp_ctx.pmix_atexit = 1;
+        atexit(pmix_at_exit);
+    }
     info->rank = (int)s->me.rank;
     snprintf(info->job_id, sizeof info->job_id, "%s", s->me.nspace);
     *state = s;
@@ -149,6 +173,7 @@ static void pmix_abort(void *state, int code, const char *msg)
 
 static void pmix_finalize(void *state)
 {
+    xp_ctx.pmix_held = 0;
     PMIx_Finalize(NULL, 0);
     free(state);
 }

@@ -41,6 +41,7 @@ typedef struct xp_context {
     struct xp_ptl_objects *ptl_objects; /* ptl/handle.c: CT and EQ handle tables */
     struct xp_dt_state *dt;             /* dt/: thread pool, CUDA plugin */
     struct pmi1 *pmi1_exit;             /* runtime/pmi1.c: inherited PMI_FD to finalize at exit */
+    unsigned char pmix_held, pmix_atexit; /* runtime/pmix.c: our PMIx_Init reference; handler set */
     /* Set by ptl/ with XP_PROGRESS=inline (NULL otherwise): the runtime calls
      * it while it blocks on its launcher (xp_barrier, xp_kv_fence, xp_kv_get;
      * PMI-1 backend; PMIx blocks inside its library), so that a rank in a

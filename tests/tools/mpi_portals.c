@@ -6,11 +6,14 @@
  * reach Portals through PtlSetMap; each rank puts its rank into its right
  * neighbour's LE. MPI must still work after PtlFini (MPI_Finalize's own
  * barrier), which is what broke when libportals finalized the shared channel.
+ * With the argument "keep" it never calls PtlFini, as Open MPI's osc/portals4
+ * does not: the launcher must still see a normal exit.
  */
 #include <mpi.h>
 #include <portals4.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CHECK(call)                                                          \
     do {                                                                     \
@@ -25,6 +28,7 @@ int main(int argc, char **argv)
 {
     int rank, size;
     MPI_Init(&argc, &argv);
+    int keep = argc > 1 && !strcmp(argv[1], "keep");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
@@ -63,7 +67,8 @@ int main(int argc, char **argv)
     CHECK(PtlCTFree(le.ct_handle));
     CHECK(PtlPTFree(ni, pt));
     CHECK(PtlNIFini(ni));
-    PtlFini();
+    if (!keep)
+        PtlFini();
 
     int all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
