@@ -467,7 +467,7 @@ int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *event)
         return PTL_ARG_INVALID;
     /* As PtlEQGet: a polling loop of PtlCTGet must move the engine with
      * XP_PROGRESS=inline (an idle look is a few loads). */
-    xp_ptl_progress();
+    xp_ptl_app_poll();
     *event = xp_ct_read(ct);
     return PTL_OK;
 }
@@ -542,7 +542,7 @@ static int ct_wait_any(ct_wait_t *w, uint64_t deadline_ns, ptl_ct_event_t *event
 
     if (!ct_wait_pred(w)) {
         if (deadline_ns == 0) { /* poll once, with one round of progress */
-            xp_ptl_progress();
+            xp_ptl_app_poll();
             if (!ct_wait_pred(w))
                 return PTL_CT_NONE_REACHED;
         } else if (w->size == 1) {

@@ -195,6 +195,8 @@ typedef struct xp_ptl_state {
                                     * spin slot (all taken) */
     xp_ptl_spin_slot_t spin_slot[XP_PTL_SPIN_SLOTS]; /* the others (progress.c) */
     uint32_t active_phases;        /* active phases begun (plain increments: progress.c) */
+    int poll_yield;                /* more local ranks than CPUs: idle looks yield (progress.c) */
+    uint32_t idle_looks;           /* idle non-blocking looks since the last yield (plain) */
     int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
     int app_db_sleepers;           /* of those, asleep on the doorbell (no progress thread) */
     int app_parked;                /* of those, asleep on app_word (thread progress) */

@@ -271,7 +271,7 @@ int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
         return PTL_ARG_INVALID;
     rc = eq_take(eq, eq_handle, event);
     if (rc == PTL_EQ_EMPTY) { /* a non-blocking get still moves the engine */
-        xp_ptl_progress();
+        xp_ptl_app_poll();
         rc = eq_take(eq, eq_handle, event);
     }
     return rc;
@@ -323,7 +323,7 @@ static int eq_wait_any(eq_wait_t *w, uint64_t deadline_ns, ptl_event_t *event,
         if (rc != PTL_EQ_EMPTY)
             return rc;
         if (deadline_ns == 0) { /* poll: one round of progress, one more look */
-            xp_ptl_progress();
+            xp_ptl_app_poll();
             return eq_take_any(w, event, which);
         }
         st = xp_ptl_wait_until(eq_wait_pred, w, deadline_ns);

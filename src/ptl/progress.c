@@ -92,6 +92,48 @@ int xp_ptl_progress(void)
     return n < 0 ? 0 : n;
 }
 
+/* With more local ranks than CPUs, a loop of looks that find nothing holds
+ * a CPU that the peer it waits for may need: every IDLE_LOOKS of them in a
+ * row yield it. An MPI library's blocking send over Portals waits for the
+ * target's acknowledgement in such a loop; with 4 ranks on 2 CPUs and
+ * XP_PROGRESS=inline, a rank's 3000 MPI_Sends to a rank receiving from all
+ * took 3-12 s behind that rank's spin (Open MPI's MTL, which yields only
+ * in receives). The count is per process, updated without a locked
+ * instruction: only how often the yield comes rests on it. */
+#define IDLE_LOOKS 64u
+
+static void idle_look(xp_ptl_state_t *st, int handled)
+{
+    uint32_t k = handled > 0 ? 0 : __atomic_load_n(&st->idle_looks, __ATOMIC_RELAXED) + 1;
+    if (k >= IDLE_LOOKS) {
+        k = 0;
+        sched_yield();
+    }
+    __atomic_store_n(&st->idle_looks, k, __ATOMIC_RELAXED);
+}
+
+/* A loop of non-blocking looks is an active wait whose beginning and end
+ * the library does not see: an MPI library's progress loop (Open MPI's
+ * Portals MTL polls its EQs with timeout 0 between everything it does).
+ * Each look counts as an active phase, so that the progress thread parks
+ * (app_active) and leaves the packets to the loop. Uncounted, every arrival
+ * woke the progress thread, which raced the loop for the poll lock and for
+ * the CPU they share: MPI 8 B ping-pong over the MTL 1.5-6 us against 0.7-1.0
+ * with XP_PROGRESS=inline. A look now and then (computing in between) stays
+ * below BUSY_PHASES per park and leaves the thread serving. */
+int xp_ptl_app_poll(void)
+{
+    xp_ptl_state_t *st = xp_ptl_state();
+    if (__atomic_load_n(&st->progress_running, __ATOMIC_RELAXED))
+        __atomic_store_n(&st->active_phases,
+                         __atomic_load_n(&st->active_phases, __ATOMIC_RELAXED) + 1,
+                         __ATOMIC_RELAXED);
+    int n = xp_ptl_progress();
+    if (__builtin_expect(st->poll_yield, 0))
+        idle_look(st, n);
+    return n;
+}
+
 /* Spins before a thread that wants the poll lock goes to sleep for it: the
  * holder is usually in a short handler, but often on this very CPU (xprun
  * binds a rank's threads to one), so do not spin long. */
@@ -611,6 +653,7 @@ xp_status_t xp_ptl_progress_start(void)
     /* Before any NI exists, so no handler runs yet: handlers read it. */
     if (!st->asym_fence)
         __atomic_store_n(&st->asym_fence, asym_fence_register(), __ATOMIC_SEQ_CST);
+    st->poll_yield = xp_tl_oversubscribed();
     if (xp_config()->progress != 0) { /* "inline" */
         __atomic_store_n(&xp_ctx.runtime_wait_hook, runtime_wait_hook, __ATOMIC_RELEASE);
         __atomic_store_n(&xp_ctx.runtime_poll_hook, runtime_poll_hook, __ATOMIC_RELEASE);

@@ -30,6 +30,11 @@
  * flush deferred replies. Returns the number of packets handled. */
 int xp_ptl_progress(void);
 
+/* xp_ptl_progress for an application's non-blocking look (PtlEQGet,
+ * PtlCTGet, PtlEQPoll/PtlCTPoll with timeout 0), which also counts as an
+ * active phase: see progress.c. */
+int xp_ptl_app_poll(void);
+
 /* THE waiting primitive of CTWait/CTPoll/EQWait/EQPoll: until pred(arg) is
  * true, run inline progress, spin briefly, then sleep on the doorbell.
  * deadline_ns is absolute (xp_time_ns clock), UINT64_MAX = forever.

@@ -90,6 +90,7 @@ int xp_ptl_rc(xp_status_t st)
 }
 
 int xp_ptl_progress(void) { return 0; }
+int xp_ptl_app_poll(void) { return 0; }
 void xp_ptl_notify(void) {}
 void xp_ptl_interrupt(void) { __atomic_store_n(&fake.aborted, 1, __ATOMIC_RELEASE); }
 

@@ -11,3 +11,13 @@ if(TARGET xprun)
   xp_mp_test(mp_progress_memspin NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_progress_memspin.c
              LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
 endif()
+# Ranks that wait only by non-blocking looks (an MPI library's progress
+# loop), also more ranks than CPUs, in both progress modes (mp_poll_loop.c).
+if(TARGET xprun)
+  foreach(_np 2 4)
+    xp_mp_test(mp_poll_loop NP ${_np} SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_poll_loop.c
+               LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+    xp_mp_test(mp_poll_loop NP ${_np} SUFFIX _inline TIMEOUT 60 LABELS ptl
+               ENV XP_PROGRESS=inline)
+  endforeach()
+endif()
