@@ -3,7 +3,7 @@
 # components against an installed Xportals, then run tests/tools/mpi_p4check.c
 # through them: pml cm + mtl portals4 (with coll/portals4 and osc/portals4),
 # pml ob1 + btl portals4, each with the progress thread and inline progress,
-# on 2 and 4 ranks. Not part of `make check`: the Open MPI build takes ~15
+# on 2, 3 and 4 ranks. Not part of `make check`: the Open MPI build takes ~15
 # minutes on 2 cores (it is kept in the work folder and reused).
 #
 #   scripts/ompi_portals_check.sh [--prefix XPORTALS_PREFIX] [--work DIR] [--runs N]
@@ -69,7 +69,7 @@ declare -A cfg=(
 )
 failed=0
 for c in mtl mtl_nocoll btl; do
-    for np in 2 4; do
+    for np in 2 3 4; do
         for prog in thread inline; do
             ok=0 bad=0 secs=""
             for r in $(seq "$runs"); do

@@ -1,7 +1,9 @@
 /* MPI checks to run Open MPI's Portals 4 components (mtl, btl, osc, coll)
- * over libportals: point-to-point of many sizes (eager and rendezvous),
- * unexpected messages, wildcards, probe, synchronous sends, cancel,
- * collectives, one-sided. Every received byte is checked. */
+ * over libportals (scripts/ompi_portals_check.sh): point-to-point of many
+ * sizes (eager and rendezvous) between ranks 2k and 2k+1, unexpected
+ * messages, wildcards, probe, synchronous sends, cancel, truncation, a
+ * many-to-one flood, collectives, one-sided. Every received byte is checked.
+ *   mpirun -np N ./mpi_p4check [all|pingpong|unexpected|...]   (any N >= 2) */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,8 +83,10 @@ static void test_unexpected(void)
                                      16384, 32768, 65536, 65537, 100000, 131072, 262144,
                                      500000, 1 << 20, 3, 5, 7, 2 << 20 };
     int peer = rank ^ 1;
-    if (peer >= size)
+    if (peer >= size) { /* the odd rank out joins the barrier only */
+        MPI_Barrier(MPI_COMM_WORLD);
         return;
+    }
     unsigned char *s[N], *r[N];
     MPI_Request rq[N];
     for (int i = 0; i < N; i++) {
@@ -126,8 +130,10 @@ static void test_unexpected(void)
 static void test_probe_ssend_cancel(void)
 {
     int peer = rank ^ 1;
-    if (peer >= size)
+    if (peer >= size) { /* the odd rank out joins the barrier only */
+        MPI_Barrier(MPI_COMM_WORLD);
         return;
+    }
     size_t sizes[] = { 0, 16, 4096, 300000 };
     for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         size_t n = sizes[k];
