@@ -1,5 +1,5 @@
 /*
- * ptl/eq.c - event queues: a mutex-protected ring of whole events.
+ * ptl/eq.c - event queues: a ring of whole events behind a spin lock.
  */
 #include "ptl/eq.h"
 
@@ -21,8 +21,7 @@ typedef struct eq_slot {
 struct xp_eq {
     ptl_handle_eq_t handle; /* live handle; 0 once freed (atomic) */
     xp_ni_t *ni;
-    int lock_ready;         /* the mutex survives reuse of the slot */
-    pthread_mutex_t lock;
+    xp_spinlock_t lock;     /* push, take, kill (survives reuse of the slot) */
     eq_slot_t *ring;
     uint64_t mask;          /* entries - 1 */
     uint64_t head;          /* next to consume (atomic reads outside the lock) */
@@ -68,7 +67,7 @@ static int eq_push(xp_eq_t *eq, const ptl_event_t *ev, int mark_drop)
 {
     int rc = 0;
 
-    pthread_mutex_lock(&eq->lock);
+    xp_spin_lock(&eq->lock);
     if (!eq->handle || !eq->ring) {
         rc = -1;
     } else if (eq->tail - eq->head > eq->mask) {
@@ -80,7 +79,7 @@ static int eq_push(xp_eq_t *eq, const ptl_event_t *ev, int mark_drop)
         s->ev = *ev;
         __atomic_store_n(&eq->tail, eq->tail + 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&eq->lock);
+    xp_spin_unlock(&eq->lock);
     /* After the tail store (see ct.c after_update for why a PtlEQWait
      * sleeper cannot miss it). */
     if (rc == 0)
@@ -119,7 +118,7 @@ static int eq_take(xp_eq_t *eq, ptl_handle_eq_t h, ptl_event_t *event)
         return PTL_INTERRUPTED;
     if (eq_empty(eq))
         return PTL_EQ_EMPTY;
-    pthread_mutex_lock(&eq->lock);
+    xp_spin_lock(&eq->lock);
     if (eq->handle != h) {
         rc = PTL_INTERRUPTED;
     } else if (eq->head == eq->tail) {
@@ -131,7 +130,7 @@ static int eq_take(xp_eq_t *eq, ptl_handle_eq_t h, ptl_event_t *event)
         eq->dropped = 0;
         __atomic_store_n(&eq->head, eq->head + 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&eq->lock);
+    xp_spin_unlock(&eq->lock);
     return rc;
 }
 
@@ -140,13 +139,13 @@ static void eq_kill(xp_eq_t *eq, int release_ni)
 {
     eq_slot_t *ring;
 
-    pthread_mutex_lock(&eq->lock);
+    xp_spin_lock(&eq->lock);
     __atomic_store_n(&eq->handle, 0, __ATOMIC_RELEASE);
     ring = eq->ring;
     eq->ring = NULL;
     __atomic_store_n(&eq->head, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&eq->tail, 0, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&eq->lock);
+    xp_spin_unlock(&eq->lock);
     free(ring);
     if (release_ni)
         xp_ni_obj_release(eq->ni, XP_NI_OBJ_EQ);
@@ -223,11 +222,7 @@ int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_handle_eq_t *eq_
     st = xp_handle_alloc_stable(&o->eq, (unsigned)ni->slot, (void **)&eq, &h);
     if (st != XP_OK)
         goto err_release_ni;
-    if (!eq->lock_ready) {
-        pthread_mutex_init(&eq->lock, NULL);
-        eq->lock_ready = 1;
-    }
-    pthread_mutex_lock(&eq->lock);
+    xp_spin_lock(&eq->lock);
     eq->ni = ni;
     eq->ring = ring;
     eq->mask = entries - 1;
@@ -235,7 +230,7 @@ int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_handle_eq_t *eq_
     __atomic_store_n(&eq->tail, 0, __ATOMIC_RELEASE);
     eq->dropped = 0;
     __atomic_store_n(&eq->handle, h, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&eq->lock);
+    xp_spin_unlock(&eq->lock);
     *eq_handle = h;
     return PTL_OK;
 

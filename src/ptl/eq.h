@@ -4,8 +4,8 @@
  * An EQ is a ring of whole ptl_event_t, with room for at least the count
  * given to PtlEQAlloc (rounded up to a power of two). Producers (the packet
  * handler, the initiator paths, any thread) and consumers (PtlEQGet/Wait/Poll
- * in any thread) serialize on the EQ's mutex; an empty queue is detected
- * without it.
+ * in any thread) serialize on the EQ's spin lock (util/atomic.h); an empty
+ * queue is detected without it.
  *
  * Full queue: the new event is dropped (never an older one) and the next
  * PtlEQGet/Wait/Poll that returns an event answers PTL_EQ_DROPPED ("at least

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,5 +107,21 @@ xp_status_t xp_doorbell_wait(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg, 
         __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
         if (st != XP_OK && st != XP_ERR_TIMEOUT)
             return st;
+    }
+}
+
+/* Spin reading (not exchanging: the line stays shared while held), and
+ * yield after a while: a holder that is not running frees it only once it
+ * runs again. */
+void xp_spin_lock_slow(xp_spinlock_t *l)
+{
+    for (unsigned n = 1;; n++) {
+        if (!__atomic_load_n(&l->held, __ATOMIC_RELAXED) &&
+            !__atomic_exchange_n(&l->held, 1, __ATOMIC_ACQUIRE))
+            return;
+        if (n % 128 == 0)
+            sched_yield();
+        else
+            xp_cpu_relax();
     }
 }
