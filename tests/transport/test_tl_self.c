@@ -130,6 +130,14 @@ static int nap_flag_pred(void *arg)
 static void *set_flag_quietly(void *arg)
 {
     (void)arg;
+    /* Only once the nap has begun (it counts itself a sleeper before its
+     * look at the flag): set earlier, on a loaded machine whose scheduler
+     * ran this thread first, the flag made the nap end at once and the
+     * check of its length failed (ThreadSanitizer build, 3 runs in 12 with
+     * both CPUs busy). */
+    xp_doorbell_t *db = xp_tl_doorbell();
+    while (db && !__atomic_load_n(&db->sleepers, __ATOMIC_ACQUIRE))
+        usleep(100);
     usleep(2000);
     xp_store_release(&nap_flag, 1); /* no ring */
     return NULL;
