@@ -16,3 +16,9 @@ if(TARGET xprun)
   xp_mp_test(mp_sos_pattern NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_sos_pattern.c
              LIBS portals TIMEOUT 30 LABELS ptl conformance)
 endif()
+# libportals dlopen'ed, initialized, never finalized, dlclose'd, as Open MPI
+# does with osc/portals4: the process must go on (test_dlclose.c). Not linked
+# with libportals, so the dlclose would really drop the last reference.
+xp_test(test_dlclose SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dlclose.c
+        LIBS ${CMAKE_DL_LIBS} TIMEOUT 30 LABELS ptl ARGS $<TARGET_FILE:portals>)
+target_include_directories(test_dlclose PRIVATE ${PROJECT_SOURCE_DIR}/include)
