@@ -678,8 +678,7 @@ void xp_ptl_progress_stop(void)
     /* Before the transports go: the runtime stops calling into the engine
      * (a thread still inside the hook while another runs PtlFini is the
      * application's race, as any Portals call during PtlFini is). */
-    __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&xp_ctx.runtime_poll_hook, NULL, __ATOMIC_RELEASE);
+    xp_ctx_drop_runtime_hooks();
     if (!st->progress_running)
         return;
     __atomic_store_n(&st->progress_stop, 1, __ATOMIC_RELEASE);

@@ -524,8 +524,7 @@ static void finalize_at_exit(void)
     struct stat sb;
     if (!p || fstat(p->fd, &sb) != 0 || sb.st_dev != p->fd_dev || sb.st_ino != p->fd_ino)
         return;
-    __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE); /* Portals may be gone */
-    __atomic_store_n(&xp_ctx.runtime_poll_hook, NULL, __ATOMIC_RELEASE);
+    xp_ctx_drop_runtime_hooks(); /* Portals may be gone */
     send_finalize(p, 5000);
 }
 

@@ -55,8 +55,7 @@ static void pmix_at_exit(void)
     if (!xp_ctx.pmix_held)
         return;
     xp_ctx.pmix_held = 0;
-    __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE); /* Portals may be gone */
-    __atomic_store_n(&xp_ctx.runtime_poll_hook, NULL, __ATOMIC_RELEASE);
+    xp_ctx_drop_runtime_hooks(); /* Portals may be gone */
     PMIx_Finalize(NULL, 0);
 }
 

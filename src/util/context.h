@@ -73,4 +73,12 @@ typedef struct xp_context {
 
 extern xp_context_t xp_ctx;
 
+/* The runtime stops calling into ptl/ (PtlFini, or an exit handler that may
+ * run after the engine is gone). */
+static inline void xp_ctx_drop_runtime_hooks(void)
+{
+    __atomic_store_n(&xp_ctx.runtime_wait_hook, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&xp_ctx.runtime_poll_hook, NULL, __ATOMIC_RELEASE);
+}
+
 #endif
