@@ -379,6 +379,22 @@ static void check_open_errors(void)
                 PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlNIInit(1000, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, &h),
                 PTL_ARG_INVALID);
+    /* An explicit pid: another rank's is in use, one past every rank's is
+     * nobody's, and so is 0 (pids are ranks + 1). */
+    ptl_pid_t top = 0;
+    for (int r = 0; r < n; r++)
+        top = ids[r][3].phys.pid > top ? ids[r][3].phys.pid : top;
+    XP_CHECK_EQ(top, (ptl_pid_t)n);
+    XP_CHECK_EQ(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL,
+                          ids[(me + 1) % n][3].phys.pid, NULL, NULL, &h),
+                n > 1 ? PTL_PID_IN_USE : PTL_OK);
+    if (n == 1)
+        XP_CHECK_EQ(PtlNIFini(h), PTL_OK);
+    XP_CHECK_EQ(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, top + 1, NULL,
+                          NULL, &h),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, 0, NULL, NULL, &h),
+                PTL_ARG_INVALID);
     /* PTL_IFACE_DEFAULT is interface 0: same NI, one more reference. */
     XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, NULL,
                          &lim, &h0) == PTL_OK);
