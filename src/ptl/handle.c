@@ -13,8 +13,6 @@ xp_status_t xp_handle_table_init(xp_handle_table_t *t, xp_handle_type_t type,
     if (type <= XP_HANDLE_NONE || type >= XP_HANDLE_TYPE_LAST)
         return XP_ERR_INVALID;
     memset(t, 0, sizeof(*t));
-    if (pthread_mutex_init(&t->lock, NULL) != 0)
-        return XP_ERR_NO_RESOURCE;
     t->type = type;
     t->obj_size = obj_size;
     t->max_objects = (max_objects == 0 || max_objects > XP_HANDLE_MAX_OBJECTS)
@@ -41,7 +39,6 @@ void xp_handle_table_fini(xp_handle_table_t *t)
         free(chunk);
         t->chunks[c] = NULL;
     }
-    pthread_mutex_destroy(&t->lock);
     t->type = XP_HANDLE_NONE;
 }
 
@@ -121,11 +118,11 @@ xp_status_t xp_handle_alloc(xp_handle_table_t *t, unsigned ni, void *obj,
 
     if (t->obj_size || !handle_out)
         return XP_ERR_INVALID;
-    pthread_mutex_lock(&t->lock);
+    xp_spin_lock(&t->lock);
     st = alloc_locked(t, ni, &index);
     if (st == XP_OK)
         *handle_out = publish(t, ni, index, obj);
-    pthread_mutex_unlock(&t->lock);
+    xp_spin_unlock(&t->lock);
     return st;
 }
 
@@ -138,7 +135,7 @@ xp_status_t xp_handle_alloc_stable(xp_handle_table_t *t, unsigned ni, void **obj
 
     if (!t->obj_size || !obj_out || !handle_out)
         return XP_ERR_INVALID;
-    pthread_mutex_lock(&t->lock);
+    xp_spin_lock(&t->lock);
     st = alloc_locked(t, ni, &index);
     if (st != XP_OK)
         goto out_unlock;
@@ -156,7 +153,7 @@ xp_status_t xp_handle_alloc_stable(xp_handle_table_t *t, unsigned ni, void **obj
     *obj_out = slot->obj;
     *handle_out = publish(t, ni, index, slot->obj);
 out_unlock:
-    pthread_mutex_unlock(&t->lock);
+    xp_spin_unlock(&t->lock);
     return st;
 }
 
@@ -168,7 +165,7 @@ xp_status_t xp_handle_free(xp_handle_table_t *t, ptl_handle_any_t h)
 
     if (xp_handle_type_of(h) != t->type || index == XP_HANDLE_INDEX_MASK)
         return XP_ERR_INVALID;
-    pthread_mutex_lock(&t->lock);
+    xp_spin_lock(&t->lock);
     if (index >= t->nslots)
         goto out_unlock;
     slot = slot_at(t, index);
@@ -182,7 +179,7 @@ xp_status_t xp_handle_free(xp_handle_table_t *t, ptl_handle_any_t h)
     put_slot(t, index);
     st = XP_OK;
 out_unlock:
-    pthread_mutex_unlock(&t->lock);
+    xp_spin_unlock(&t->lock);
     return st;
 }
 
@@ -191,12 +188,12 @@ int xp_handle_peek(xp_handle_table_t *t, ptl_handle_any_t h, void (*fn)(void *ob
 {
     int live;
 
-    pthread_mutex_lock(&t->lock);
+    xp_spin_lock(&t->lock);
     void *obj = xp_handle_lookup(t, h);
     live = obj != NULL;
     if (live)
         fn(obj, arg);
-    pthread_mutex_unlock(&t->lock);
+    xp_spin_unlock(&t->lock);
     return live;
 }
 
@@ -204,29 +201,29 @@ uint32_t xp_handle_count(xp_handle_table_t *t)
 {
     uint32_t n;
 
-    pthread_mutex_lock(&t->lock);
+    xp_spin_lock(&t->lock);
     n = t->count;
-    pthread_mutex_unlock(&t->lock);
+    xp_spin_unlock(&t->lock);
     return n;
 }
 
 void xp_handle_foreach(xp_handle_table_t *t, int ni,
                        void (*fn)(ptl_handle_any_t h, void *obj, void *arg), void *arg)
 {
-    pthread_mutex_lock(&t->lock);
+    xp_spin_lock(&t->lock);
     for (uint32_t i = 0; i < t->nslots; i++) {
         xp_handle_slot_t *slot = slot_at(t, i);
         if (slot->handle && (ni < 0 || xp_handle_ni_of(slot->handle) == (unsigned)ni))
             fn(slot->handle, slot->obj, arg);
     }
-    pthread_mutex_unlock(&t->lock);
+    xp_spin_unlock(&t->lock);
 }
 
 uint32_t xp_handle_collect(xp_handle_table_t *t, int ni, ptl_handle_any_t *out, uint32_t max)
 {
     uint32_t n = 0;
 
-    pthread_mutex_lock(&t->lock);
+    xp_spin_lock(&t->lock);
     for (uint32_t i = 0; i < t->nslots; i++) {
         xp_handle_slot_t *slot = slot_at(t, i);
         if (!slot->handle || (ni >= 0 && xp_handle_ni_of(slot->handle) != (unsigned)ni))
@@ -235,7 +232,7 @@ uint32_t xp_handle_collect(xp_handle_table_t *t, int ni, ptl_handle_any_t *out, 
             out[n] = slot->handle;
         n++;
     }
-    pthread_mutex_unlock(&t->lock);
+    xp_spin_unlock(&t->lock);
     return n;
 }
 

@@ -18,7 +18,9 @@
  *
  * A table is an array of slots in chunks that are allocated on demand and
  * never move, so lookups take no lock: check the type, load the slot, compare
- * the handle stored in it. Alloc and free take the table's mutex. Free slots
+ * the handle stored in it. Alloc and free take the table's spin lock (held
+ * for a few stores: a pthread mutex cost a locked instruction more on each
+ * side, and an entry append plus its unlink take it twice). Free slots
  * are reused first-in first-out, which spreads reuse over all free slots and
  * makes a stale handle that happens to match a new generation unlikely.
  *
@@ -35,10 +37,10 @@
 #ifndef XP_PTL_HANDLE_H
 #define XP_PTL_HANDLE_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "portals4.h"
+#include "util/atomic.h"
 #include "xportals/status.h"
 
 typedef enum {
@@ -100,7 +102,7 @@ typedef struct xp_handle_slot {
 } xp_handle_slot_t;
 
 typedef struct xp_handle_table {
-    pthread_mutex_t lock;   /* alloc / free / growth; never taken by lookup */
+    xp_spinlock_t lock;     /* alloc / free / growth; never taken by lookup */
     xp_handle_type_t type;
     size_t obj_size;        /* > 0: stable objects owned by the table */
     uint32_t max_objects;

@@ -11,6 +11,7 @@
 #include "ptl/wire.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/pool.h"
 
 /* Address `off` bytes into a contiguous region, computed on integers: the
  * whole-address-space region starts at NULL, and an event may name an
@@ -188,7 +189,7 @@ int PtlMDBind(ptl_handle_ni_t ni_handle, const ptl_md_t *md, ptl_handle_md_t *md
     ni = xp_ni_from_handle(ni_handle);
     if (!ni || !md || !md_handle || (md->options & ~MD_OPTIONS))
         return PTL_ARG_INVALID;
-    m = calloc(1, sizeof(*m));
+    m = xp_zalloc(sizeof(*m));
     if (!m)
         return PTL_NO_SPACE;
     m->ni = ni;

@@ -10,6 +10,7 @@
 #include "ptl/pt.h"
 #include "ptl/triggered.h"
 #include "util/log.h"
+#include "util/pool.h"
 
 /* Wait for the other side of the PT handshake: it holds the PT for a
  * message or a list call, but may have been preempted by us (xprun binds a
@@ -432,7 +433,7 @@ static int entry_create(xp_ni_t *ni, ptl_pt_index_t pt_index, const ptl_le_t *le
         return PTL_ARG_INVALID;
     if (ptl_list != PTL_PRIORITY_LIST && ptl_list != PTL_OVERFLOW_LIST)
         return PTL_ARG_INVALID;
-    le = calloc(1, sizeof(*le));
+    le = xp_zalloc(sizeof(*le));
     if (!le)
         return PTL_NO_SPACE;
     le->is_me = is_me;

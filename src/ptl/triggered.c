@@ -11,6 +11,7 @@
 #include "ptl/ct.h"
 #include "ptl/engine.h" /* xp_eng_put_gather, XP_PKT_F_XTQ */
 #include "util/log.h"
+#include "util/pool.h"
 
 /* The per-thread work list of released operations (see triggered.h). It is
  * thread-private scratch state, not shared: a thread that is already issuing
@@ -164,7 +165,7 @@ static int trig_new(xp_ni_t *ni, xp_trig_kind_t kind, ptl_size_t threshold, xp_t
     st = xp_ni_obj_acquire(ni, XP_NI_OBJ_TRIGGERED);
     if (st != XP_OK)
         return xp_ptl_rc(st);
-    t = calloc(1, sizeof(*t));
+    t = xp_zalloc(sizeof(*t));
     if (!t) {
         xp_ni_obj_release(ni, XP_NI_OBJ_TRIGGERED);
         return PTL_NO_SPACE;

@@ -18,8 +18,26 @@
 #define XP_UTIL_POOL_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "xportals/status.h"
+
+/* A zeroed object for the per-operation allocations (entries, MDs,
+ * triggered operations). glibc's calloc skips the per-thread cache that
+ * malloc and free use, so once a second thread exists (the progress thread)
+ * each calloc/free pair took the arena lock: 120-128 ns against 60 for
+ * malloc + memset + free (216 bytes, the Intel VM of round 21). */
+static inline void *xp_zalloc(size_t size)
+{
+    void *p = malloc(size);
+    /* The empty asm hides where p came from: gcc turns malloc + memset of
+     * the same size back into calloc. */
+    __asm__("" : "+r"(p));
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
 
 enum {
     XP_POOL_ZERO        = 1u << 0, /* xp_pool_get returns zeroed objects */
