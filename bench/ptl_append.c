@@ -13,7 +13,8 @@
 
 enum { PT = 5 };
 
-static double pairs(const bench_t *b, ptl_handle_ni_t ni, int matching, char *buf)
+/* A 64-byte entry for puts from anyone, without link or unlink events. */
+static ptl_me_t entry_desc(char *buf, unsigned extra_options)
 {
     ptl_me_t me;
     memset(&me, 0, sizeof(me));
@@ -22,8 +23,22 @@ static double pairs(const bench_t *b, ptl_handle_ni_t ni, int matching, char *bu
     me.ct_handle = PTL_CT_NONE;
     me.uid = PTL_UID_ANY;
     me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE |
-                 (matching ? PTL_ME_USE_ONCE : 0);
+                 extra_options;
     me.match_id.rank = PTL_RANK_ANY;
+    return me;
+}
+
+/* The same entry for a non-matching NI. */
+static ptl_le_t le_of(const ptl_me_t *me)
+{
+    ptl_le_t le = { me->start, me->length, me->ct_handle, me->uid, me->options };
+    return le;
+}
+
+static double pairs(const bench_t *b, ptl_handle_ni_t ni, int matching, char *buf)
+{
+    ptl_me_t me = entry_desc(buf, matching ? PTL_ME_USE_ONCE : 0);
+    ptl_le_t le = le_of(&me);
     double t0 = bench_now_us();
     for (long i = 0; i < b->iters; i++) {
         ptl_handle_me_t h;
@@ -32,7 +47,7 @@ static double pairs(const bench_t *b, ptl_handle_ni_t ni, int matching, char *bu
             BENCH_CHECK(PtlMEAppend(ni, PT, &me, PTL_PRIORITY_LIST, NULL, &h));
             BENCH_CHECK(PtlMEUnlink(h));
         } else {
-            BENCH_CHECK(PtlLEAppend(ni, PT, (ptl_le_t *)&me, PTL_PRIORITY_LIST, NULL, &h));
+            BENCH_CHECK(PtlLEAppend(ni, PT, &le, PTL_PRIORITY_LIST, NULL, &h));
             BENCH_CHECK(PtlLEUnlink(h));
         }
     }
@@ -44,20 +59,14 @@ static double pairs(const bench_t *b, ptl_handle_ni_t ni, int matching, char *bu
 static void post_idle(const bench_t *b, ptl_handle_ni_t ni, int matching, char *buf,
                       ptl_handle_me_t *h)
 {
-    ptl_me_t me;
-    memset(&me, 0, sizeof(me));
-    me.start = buf;
-    me.length = 64;
-    me.ct_handle = PTL_CT_NONE;
-    me.uid = PTL_UID_ANY;
-    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
-    me.match_id.rank = PTL_RANK_ANY;
+    ptl_me_t me = entry_desc(buf, 0);
+    ptl_le_t le = le_of(&me);
     for (long i = 0; i < b->posted; i++) {
         me.match_bits = ~(ptl_match_bits_t)i;
         if (matching)
             BENCH_CHECK(PtlMEAppend(ni, PT, &me, PTL_PRIORITY_LIST, NULL, &h[i]));
         else
-            BENCH_CHECK(PtlLEAppend(ni, PT, (ptl_le_t *)&me, PTL_PRIORITY_LIST, NULL, &h[i]));
+            BENCH_CHECK(PtlLEAppend(ni, PT, &le, PTL_PRIORITY_LIST, NULL, &h[i]));
     }
 }
 
