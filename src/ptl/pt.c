@@ -182,6 +182,15 @@ int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handle_eq_t 
             rc = PTL_NO_SPACE;
             goto out;
         }
+        /* Taken and given back under the PT, by the handler and by appends:
+         * no malloc/free per unexpected message (a burst of them freed at
+         * once went past glibc's per-thread cache). */
+        if (xp_pool_init(&pt->uh_pool, "unexpected headers", sizeof(xp_uh_t), 0, 0, 0) != XP_OK) {
+            xp_match_table_fini(&pt->table);
+            xp_pt_unlock(pt);
+            rc = PTL_NO_SPACE;
+            goto out;
+        }
         pt->table_ready = 1;
     }
     pt->options = options;
@@ -324,7 +333,7 @@ void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event)
 void xp_uh_release(xp_pt_t *pt, xp_uh_t *uh, int events)
 {
     xp_le_t *le = uh->owner;
-    free(uh);
+    xp_pool_put(&pt->uh_pool, uh);
     if (!le || --le->uh_refs > 0 || !le->unlinked)
         return;
     if (events && le->auto_free)
@@ -923,6 +932,7 @@ void xp_pt_fini_all(xp_ni_t *ni)
                     xp_le_unlink_locked(pt, e->user, 0);
             }
             uh_free_all(pt);
+            xp_pool_destroy(&pt->uh_pool);
             xp_match_table_fini(&pt->table);
             pt->table_ready = 0;
         }

@@ -6,6 +6,7 @@
 
 #include "portals4.h"
 #include "ptl/match.h"
+#include "util/pool.h"
 #include "ptl/engine.h" /* xp_ptl_light_fence */
 #include "ptl/md.h"
 #include "ptl/ni.h"
@@ -38,6 +39,7 @@ typedef struct xp_pt {
     struct xp_eq *eq;
     ptl_handle_eq_t eq_handle;
     xp_match_table_t table;
+    xp_pool_t uh_pool;      /* unexpected headers (xp_uh_t); with the table */
     int table_ready;
 } xp_pt_t;
 

@@ -186,7 +186,7 @@ static int reserve_resources(req_t *r)
     if (r->list == PTL_OVERFLOW_LIST && !(le->options & PTL_ME_UNEXPECTED_HDR_DISABLE)) {
         if (xp_match_uh_count(&r->pt->table) >= (size_t)r->ni->limits.max_unexpected_headers)
             return 0;
-        r->uh = malloc(sizeof(*r->uh));
+        r->uh = xp_pool_get(&r->pt->uh_pool);
         if (!r->uh)
             return 0;
     }
@@ -197,7 +197,7 @@ static int reserve_resources(req_t *r)
         if (le->options & (PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL))
             n += 2; /* AUTO_UNLINK, AUTO_FREE */
         if (!xp_eq_has_space_n(r->pt->eq, n)) {
-            free(r->uh);
+            xp_pool_put(&r->pt->uh_pool, r->uh);
             r->uh = NULL;
             return 0;
         }
