@@ -6,10 +6,10 @@
 
 #include "portals4.h"
 #include "ptl/match.h"
-#include "util/pool.h"
 #include "ptl/engine.h" /* xp_ptl_light_fence */
 #include "ptl/md.h"
 #include "ptl/ni.h"
+#include "util/pool.h"
 #include "util/tsan.h"
 
 struct xp_ct;
