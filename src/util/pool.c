@@ -6,6 +6,27 @@
 #include "util/pool.h"
 #include "util/log.h"
 
+/* Under AddressSanitizer a free object is poisoned past its link word, so a
+ * use after xp_pool_put is reported as a use after free would be: memory
+ * that a pool recycles is never given back to malloc, whose checks it would
+ * otherwise escape. */
+#if defined(__SANITIZE_ADDRESS__)
+#define XP_POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XP_POOL_ASAN 1
+#endif
+#endif
+#ifdef XP_POOL_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON_FREE(pool, obj)                                                                 \
+    ASAN_POISON_MEMORY_REGION((char *)(obj) + sizeof(void *), (pool)->obj_size - sizeof(void *))
+#define UNPOISON(pool, obj) ASAN_UNPOISON_MEMORY_REGION((obj), (pool)->obj_size)
+#else
+#define POISON_FREE(pool, obj) ((void)0)
+#define UNPOISON(pool, obj) ((void)0)
+#endif
+
 #define DEFAULT_CHUNK_BYTES (64 * 1024)
 
 /* A chunk starts with this header, padded to the object alignment. */
@@ -75,6 +96,7 @@ static int add_chunk(xp_pool_t *pool)
         void **obj = (void **)(base + i * pool->obj_size);
         *obj = pool->free_list;
         pool->free_list = obj;
+        POISON_FREE(pool, obj);
     }
     pool->capacity += n;
     return 0;
@@ -87,6 +109,7 @@ void *xp_pool_get(xp_pool_t *pool)
     void **obj = pool->free_list;
     pool->free_list = *obj;
     pool->in_use++;
+    UNPOISON(pool, obj);
     if (pool->flags & XP_POOL_ZERO)
         memset(obj, 0, pool->obj_size);
     return obj;
@@ -99,4 +122,5 @@ void xp_pool_put(xp_pool_t *pool, void *obj)
     *(void **)obj = pool->free_list;
     pool->free_list = obj;
     pool->in_use--;
+    POISON_FREE(pool, obj);
 }

@@ -72,8 +72,43 @@ static void test_bad_args(void)
     xp_pool_destroy(NULL);
 }
 
+/* Under AddressSanitizer a free object is poisoned past its link word (a
+ * use after put is reported), a taken one is not; elsewhere nothing to see. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifdef TEST_ASAN
+#include <sanitizer/asan_interface.h>
+static void test_poison(void)
+{
+    xp_pool_t pool;
+    XP_REQUIRE(xp_pool_init(&pool, "poison", 48, 4, 0, 0) == XP_OK);
+    char *a = xp_pool_get(&pool), *b = xp_pool_get(&pool);
+    XP_REQUIRE(a && b);
+    XP_CHECK(!__asan_region_is_poisoned(a, 48));
+    XP_CHECK(__asan_address_is_poisoned(b + 48 + sizeof(void *))); /* the next, free */
+    memset(a, 1, 48);
+    xp_pool_put(&pool, a);
+    XP_CHECK(!__asan_address_is_poisoned(a)); /* the link word */
+    XP_CHECK(__asan_address_is_poisoned(a + sizeof(void *)));
+    XP_CHECK(__asan_address_is_poisoned(a + 47));
+    XP_CHECK(xp_pool_get(&pool) == a);
+    XP_CHECK(!__asan_region_is_poisoned(a, 48));
+    xp_pool_destroy(&pool);
+}
+#else
+static void test_poison(void)
+{
+}
+#endif
+
 int main(void)
 {
+    test_poison();
     test_basic();
     test_limit_and_align();
     test_bad_args();
