@@ -6,18 +6,11 @@
 #include "util/pool.h"
 #include "util/log.h"
 
-/* Under AddressSanitizer a free object is poisoned past its link word, so a
- * use after xp_pool_put is reported as a use after free would be: memory
- * that a pool recycles is never given back to malloc, whose checks it would
- * otherwise escape. */
-#if defined(__SANITIZE_ADDRESS__)
-#define XP_POOL_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define XP_POOL_ASAN 1
-#endif
-#endif
-#ifdef XP_POOL_ASAN
+/* Under AddressSanitizer (XP_POOL_ASAN) a free object is poisoned past its
+ * link word, so a use after xp_pool_put is reported as a use after free
+ * would be: memory that a pool recycles is never given back to malloc,
+ * whose checks it would otherwise escape. */
+#if XP_POOL_ASAN
 #include <sanitizer/asan_interface.h>
 #define POISON_FREE(pool, obj)                                                                 \
     ASAN_POISON_MEMORY_REGION((char *)(obj) + sizeof(void *), (pool)->obj_size - sizeof(void *))

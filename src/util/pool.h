@@ -23,6 +23,19 @@
 
 #include "xportals/status.h"
 
+/* 1 in an AddressSanitizer build: free objects are then poisoned past their
+ * link word (pool.c), so a use after xp_pool_put is reported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define XP_POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XP_POOL_ASAN 1
+#endif
+#endif
+#ifndef XP_POOL_ASAN
+#define XP_POOL_ASAN 0
+#endif
+
 /* A zeroed object for the per-operation allocations (entries, MDs,
  * triggered operations). glibc's calloc skips the per-thread cache that
  * malloc and free use, so once a second thread exists (the progress thread)

@@ -74,14 +74,7 @@ static void test_bad_args(void)
 
 /* Under AddressSanitizer a free object is poisoned past its link word (a
  * use after put is reported), a taken one is not; elsewhere nothing to see. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
-#ifdef TEST_ASAN
+#if XP_POOL_ASAN
 #include <sanitizer/asan_interface.h>
 static void test_poison(void)
 {
