@@ -35,12 +35,13 @@ static ptl_le_t le_of(const ptl_me_t *me)
     return le;
 }
 
-static double pairs(const bench_t *b, ptl_handle_ni_t ni, int matching, char *buf)
+/* ns per append + unlink over `iters` pairs. */
+static double pairs(long iters, ptl_handle_ni_t ni, int matching, char *buf)
 {
     ptl_me_t me = entry_desc(buf, matching ? PTL_ME_USE_ONCE : 0);
     ptl_le_t le = le_of(&me);
     double t0 = bench_now_us();
-    for (long i = 0; i < b->iters; i++) {
+    for (long i = 0; i < iters; i++) {
         ptl_handle_me_t h;
         if (matching) {
             me.match_bits = (ptl_match_bits_t)i;
@@ -51,23 +52,17 @@ static double pairs(const bench_t *b, ptl_handle_ni_t ni, int matching, char *bu
             BENCH_CHECK(PtlLEUnlink(h));
         }
     }
-    return (bench_now_us() - t0) * 1000.0 / (double)b->iters;
+    return (bench_now_us() - t0) * 1000.0 / (double)iters;
 }
 
-/* Entries that stay (match bits no sender uses; LEs behind the measured one
- * are never reached). */
+/* Entries that stay, from any source like the measured one (match bits no
+ * sender uses; LEs behind the measured one are never reached). */
 static void post_idle(const bench_t *b, ptl_handle_ni_t ni, int matching, char *buf,
-                      ptl_handle_me_t *h)
+                      ptl_handle_any_t *h)
 {
-    ptl_me_t me = entry_desc(buf, 0);
-    ptl_le_t le = le_of(&me);
-    for (long i = 0; i < b->posted; i++) {
-        me.match_bits = ~(ptl_match_bits_t)i;
-        if (matching)
-            BENCH_CHECK(PtlMEAppend(ni, PT, &me, PTL_PRIORITY_LIST, NULL, &h[i]));
-        else
-            BENCH_CHECK(PtlLEAppend(ni, PT, &le, PTL_PRIORITY_LIST, NULL, &h[i]));
-    }
+    ptl_process_t any = { .rank = PTL_RANK_ANY };
+    for (long i = 0; i < b->posted; i++)
+        h[i] = bench_post(ni, matching, PT, buf, 64, PTL_CT_NONE, 0, any, ~(ptl_match_bits_t)i);
 }
 
 static void run(bench_t *b, int matching, double *v)
@@ -75,16 +70,16 @@ static void run(bench_t *b, int matching, double *v)
     static char buf[64];
     ptl_pt_index_t pt;
     ptl_handle_ni_t ni = bench_ni(matching, b->posted + 16);
-    ptl_handle_me_t *idle = calloc((size_t)b->posted + 1, sizeof(*idle));
+    ptl_handle_any_t *idle = calloc((size_t)b->posted + 1, sizeof(*idle));
 
     if (!idle)
         bench_die("calloc", -1);
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt));
     post_idle(b, ni, matching, buf, idle);
     for (long r = 0; r < b->warmup; r++)
-        pairs(&(bench_t){ .iters = 1000 }, ni, matching, buf);
+        pairs(1000, ni, matching, buf);
     for (long r = 0; r < b->reps; r++)
-        v[r] = pairs(b, ni, matching, buf);
+        v[r] = pairs(b->iters, ni, matching, buf);
     for (long i = 0; i < b->posted; i++)
         BENCH_CHECK(matching ? PtlMEUnlink(idle[i]) : PtlLEUnlink(idle[i]));
     free(idle);
