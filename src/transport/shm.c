@@ -250,8 +250,11 @@ static void attach_peer(shm_tl_t *s, int rank)
         xp_info("shm: no process_vm_readv access to rank %d (pid %d)", rank, (int)addr.pid);
     addr.heap_name[XP_SHM_NAME_MAX - 1] = '\0';
     if (addr.heap_name[0] &&
-        xp_shmheap_attach(addr.heap_name, (size_t)addr.heap_size, &p->heap) == XP_OK)
+        xp_shmheap_attach(addr.heap_name, (size_t)addr.heap_size, &p->heap) == XP_OK) {
         p->heap_remote = addr.heap_addr;
+        p->win = (xp_tl_window_t){ .base = p->heap.base, .remote = p->heap_remote,
+                                   .size = p->heap.size, .meta = p->heap.meta };
+    }
     addr.pair_name[XP_SHM_NAME_MAX - 1] = '\0';
     attach_pair(s, p, &addr);
 }
@@ -369,6 +372,9 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     me->ip.fence = !s->asym;
     me->caps = XP_TL_CAP_SAME_NODE | XP_TL_CAP_RMA;
     me->heap_remote = (uintptr_t)s->heap.base;
+    if (s->heap.base)
+        s->own_win = (xp_tl_window_t){ .base = s->heap.base, .remote = (uintptr_t)s->heap.base,
+                                       .size = s->heap.size, .meta = s->heap.meta };
     *tl_out = (xp_tl_t *)s;
     return XP_OK;
 }
@@ -743,6 +749,41 @@ static xp_tl_inplace_t *shm_inplace_excl(xp_tl_t *tl, int rank)
     return &((shm_tl_t *)tl)->peers[rank].ans;
 }
 
+/* A peer's heap as the engine's window (its own with rank -1). */
+static const xp_tl_window_t *shm_window(xp_tl_t *tl, int rank)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    if (rank < 0)
+        return s->own_win.base ? &s->own_win : NULL;
+    if (rank >= s->size || rank == s->rank)
+        return NULL;
+    return s->peers[rank].win.base ? &s->peers[rank].win : NULL;
+}
+
+/* Has the peer handled every request we sent it? Our requests go through
+ * lane_req (its tail) and, from other threads, the inbox (other_end, the
+ * end of the last one there); the peer releases a packet's cells only after
+ * its handler has returned (xp_shm_ring_take_gated), so its head passing
+ * both means each has been handled. Without lanes, inbox sends record no
+ * end: never quiet. */
+static int shm_quiet(xp_tl_t *tl, int rank)
+{
+    shm_peer_t *p = &((shm_tl_t *)tl)->peers[rank];
+    if (!p->ip.ring || xp_load_relaxed(&p->ip.dead))
+        return 0;
+    uint64_t tail = xp_load_acquire(&p->ip.ring->tail);
+    uint64_t other = xp_load_acquire(&p->ip.other_end);
+    if (__builtin_expect(tail == xp_load_relaxed(&p->quiet_tail) &&
+                             other == xp_load_relaxed(&p->quiet_other),
+                         1))
+        return 1;
+    if (!delivered(p->ip.ring, tail) || !delivered(p->ring, other))
+        return 0;
+    xp_store_relaxed(&p->quiet_tail, tail);
+    xp_store_relaxed(&p->quiet_other, other);
+    return 1;
+}
+
 xp_shmheap_t *xp_shm_heap(void)
 {
     shm_tl_t *s = (shm_tl_t *)xp_tl_instance(&xp_tl_shm_ops);
@@ -784,4 +825,6 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .bounce_read = xp_shm_bounce_read,
     .bounce_max = xp_shm_bounce_max,
     .eager_max = shm_eager_max,
+    .window = shm_window,
+    .quiet = shm_quiet,
 };

@@ -25,6 +25,12 @@ typedef struct shm_peer {
     xp_shm_seg_t seg;      /* our mapping (unused for our own rank) */
     xp_shmheap_t heap;     /* our mapping of its shared heap (base NULL: none) */
     uint64_t heap_remote;  /* where the owner mapped that heap */
+    xp_tl_window_t win;    /* the same for the engine (shm_window) */
+    /* shm_quiet's memo: the lane_req tail and inbox end (other_end) of
+     * ours that the peer was seen to have handled, so that a repeated
+     * check reads no line the peer writes while we sent nothing new. Any
+     * thread may store them (relaxed): a stale memo only costs a look. */
+    uint64_t quiet_tail, quiet_other;
     uint64_t checked_ns;   /* last liveness check */
     pid_t pid;
     uint32_t caps;
@@ -90,6 +96,7 @@ typedef struct shm_tl {
     size_t eager_max;      /* XP_SHM_EAGER_MAX, resolved (SIZE_MAX: a whole packet) */
     xp_shm_seg_t own;
     xp_shmheap_t heap;     /* our shared heap (xp_shmalloc); base NULL: none */
+    xp_tl_window_t own_win; /* heap as a window (shm_window(-1)) */
     xp_shm_bounce_t bounce; /* blocks of heap staged for peers (shm_bounce.c) */
     shm_peer_t *peers;     /* size entries */
     /* Our pair object: PAIR_LANES rings per local sender (by local index),

@@ -29,10 +29,10 @@ xp_status_t xp_shmheap_create(const char *name, size_t size, xp_shmheap_t *heap)
         return XP_ERR_INVALID;
     memset(heap, 0, sizeof *heap);
     xp_status_t st;
-    int fd = xp_shm_create_sized(name, size, &st);
+    int fd = xp_shm_create_sized(name, size + XP_SHMHEAP_META, &st);
     if (fd < 0)
         return st;
-    st = map_heap(fd, size, &heap->base);
+    st = map_heap(fd, size + XP_SHMHEAP_META, &heap->base);
     if (st != XP_OK)
         goto err_unlink;
     st = xp_buddy_init(&heap->buddy, 0, size, XP_SHMHEAP_MIN_BLOCK);
@@ -41,12 +41,13 @@ xp_status_t xp_shmheap_create(const char *name, size_t size, xp_shmheap_t *heap)
     close(fd);
     pthread_mutex_init(&heap->lock, NULL);
     heap->size = size;
+    heap->meta = heap->base + size;
     strcpy(heap->name, name);
     heap->owner = 1;
     heap->linked = 1;
     return XP_OK;
 err_unmap:
-    munmap(heap->base, size);
+    munmap(heap->base, size + XP_SHMHEAP_META);
     heap->base = NULL;
 err_unlink:
     close(fd);
@@ -66,13 +67,15 @@ xp_status_t xp_shmheap_attach(const char *name, size_t size, xp_shmheap_t *heap)
         return XP_ERR_NOT_FOUND;
     }
     xp_status_t st = XP_ERR_PROTOCOL;
-    if (fstat(fd, &sb) < 0 || (size_t)sb.st_size != size) {
-        xp_warn("shared heap %s: size %lld, expected %zu", name, (long long)sb.st_size, size);
+    if (fstat(fd, &sb) < 0 || (size_t)sb.st_size != size + XP_SHMHEAP_META) {
+        xp_warn("shared heap %s: size %lld, expected %zu", name, (long long)sb.st_size,
+                size + XP_SHMHEAP_META);
         goto out_close;
     }
-    st = map_heap(fd, size, &heap->base);
+    st = map_heap(fd, size + XP_SHMHEAP_META, &heap->base);
     if (st == XP_OK) {
         heap->size = size;
+        heap->meta = heap->base + size;
         strcpy(heap->name, name);
     }
 out_close:
@@ -93,7 +96,7 @@ void xp_shmheap_close(xp_shmheap_t *heap)
     if (!heap->base)
         return;
     xp_shmheap_unlink(heap);
-    munmap(heap->base, heap->size);
+    munmap(heap->base, heap->size + XP_SHMHEAP_META);
     if (heap->owner) {
         xp_buddy_destroy(&heap->buddy);
         pthread_mutex_destroy(&heap->lock);

@@ -7,6 +7,12 @@
  * memory; peers attach by name and only translate addresses: a pointer the
  * owner handed out maps to peer_base + (ptr - owner_base). Like the inbox
  * segment, the name is unlinked once every peer has attached.
+ *
+ * Behind the `size` bytes the allocator hands out, the segment holds
+ * XP_SHMHEAP_META bytes that every mapping sees at `meta`: the engine's
+ * descriptors of entries that peers may update directly (ptl/direct.h).
+ * They lie outside [base, base + size), so no address check made for data
+ * (xp_shmheap_in) ever admits them.
  */
 #ifndef XP_TRANSPORT_SHMHEAP_H
 #define XP_TRANSPORT_SHMHEAP_H
@@ -20,10 +26,12 @@
 #include "util/buddy.h"
 
 #define XP_SHMHEAP_MIN_BLOCK 256u
+#define XP_SHMHEAP_META (256u * 1024u) /* a multiple of every page size in use */
 
 typedef struct xp_shmheap {
     unsigned char *base;   /* this process's mapping; NULL when not mapped */
-    size_t size;
+    size_t size;           /* bytes the allocator manages (data) */
+    unsigned char *meta;   /* base + size: XP_SHMHEAP_META bytes for the engine */
     char name[XP_SHM_NAME_MAX];
     int owner;             /* 1: created here (allocator below is live) */
     int linked;            /* 1: the name still exists */

@@ -147,6 +147,8 @@ static void build_routes(struct xp_tl_state *st)
                 .ops = ops,
                 .inplace = OPS_HAS(ops, inplace) ? ops->inplace(tl, r) : NULL,
                 .inplace_excl = OPS_HAS(ops, inplace_excl) ? ops->inplace_excl(tl, r) : NULL,
+                .window = OPS_HAS(ops, window) && OPS_HAS(ops, quiet) ? ops->window(tl, r) : NULL,
+                .quiet = OPS_HAS(ops, quiet) ? ops->quiet : NULL,
             };
             break;
         }
@@ -400,6 +402,19 @@ int xp_tl_direct_theirs(int rank, const struct iovec *segs, int n)
         if (!r->ops->direct(r->tl, rank, (uintptr_t)segs[i].iov_base, segs[i].iov_len, 1))
             return 0;
     return 1;
+}
+
+const xp_tl_window_t *xp_tl_own_window(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    for (int i = 0; st && i < st->nopen; i++) {
+        const xp_tl_ops_t *ops = st->open[i].ops;
+        const xp_tl_window_t *w =
+            OPS_HAS(ops, window) ? ops->window(st->open[i].tl, -1) : NULL;
+        if (w)
+            return w;
+    }
+    return NULL;
 }
 
 xp_tl_t *xp_tl_instance(const xp_tl_ops_t *ops)

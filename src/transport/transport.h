@@ -32,6 +32,17 @@ typedef struct xp_tl xp_tl_t;
 /* A peer's in-place send lane (transport/inplace.h). */
 typedef struct xp_tl_inplace xp_tl_inplace_t;
 
+/* A peer's memory that this process maps (shm: the peer's shared heap): an
+ * address `a` of the peer's in [remote, remote + size) is ours at
+ * base + (a - remote). `meta` is the peer's XP_SHMHEAP_META bytes of
+ * engine descriptors (transport/shmheap.h), mapped here too. */
+typedef struct xp_tl_window {
+    unsigned char *base;
+    uint64_t remote;
+    size_t size;
+    unsigned char *meta;
+} xp_tl_window_t;
+
 /* A cheap identifier of the calling thread, unique among live threads (the
  * thread pointer: one register read, where pthread_self() is a call). A
  * thread that exits may leave its value to a new one. */
@@ -161,6 +172,15 @@ typedef struct xp_tl_ops {
      * (shm: XP_SHM_EAGER_MAX). Asked once per route. NULL: SIZE_MAX, every
      * payload that fits a packet. */
     size_t (*eager_max)(xp_tl_t *tl, int rank);
+    /* The window onto `rank`'s memory that we map (rank -1: our own heap,
+     * whose meta bytes peers see), or NULL: none. Stable from open to close.
+     * Asked once per route (and by xp_tl_own_window). */
+    const xp_tl_window_t *(*window)(xp_tl_t *tl, int rank);
+    /* Nonzero if `rank` has handled every request packet this process has
+     * sent it (through send or in place: its handler has returned for
+     * each), so that a direct access to its memory now comes after them.
+     * Answers (send_excl) are not counted. Cheap; any thread. */
+    int (*quiet)(xp_tl_t *tl, int rank);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -180,6 +200,8 @@ typedef struct xp_tl_route {
     const xp_tl_ops_t *ops;
     xp_tl_inplace_t *inplace; /* ops->inplace's, NULL: none (transport/inplace.h) */
     xp_tl_inplace_t *inplace_excl; /* ops->inplace_excl's, NULL: none */
+    const xp_tl_window_t *window;  /* ops->window's, NULL: none */
+    int (*quiet)(xp_tl_t *tl, int rank); /* ops->quiet (set whenever window is) */
 } xp_tl_route_t;
 
 /* The head of the manager's state (xp_ctx.tl points to a struct that starts
@@ -340,6 +362,10 @@ xp_status_t xp_tl_bounce_read(int rank, const struct iovec *local, int nlocal, u
  * (all of them); 0 when its transport has none. */
 int xp_tl_direct_ours(int rank, const void *p, size_t len);
 int xp_tl_direct_theirs(int rank, const struct iovec *segs, int n);
+/* Our own window (xp_tl_ops_t's window for this rank) from the first open
+ * transport that has one, NULL: none (the engine publishes descriptors in
+ * its meta bytes: ptl/direct.h). */
+const xp_tl_window_t *xp_tl_own_window(void);
 /* The process doorbell (in shared memory, so peers can ring it). Senders
  * only pay for seq++ and a futex wake when `sleepers` is nonzero. With
  * XP_SHM_ASYM_FENCE=1, shm senders do not even fence before looking (the
