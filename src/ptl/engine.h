@@ -206,6 +206,7 @@ typedef struct xp_ptl_state {
                                     * xp_ptl_progress, else 0 */
     int asym_fence;                /* membarrier registered: xp_ptl_light_fence is a
                                     * compiler barrier (progress.c) */
+    int direct;                    /* XP_SHM_DIRECT (ptl/direct.h) */
     /* deferred answers */
     pthread_mutex_t defer_lock;
     struct xp_deferred *defer_head, *defer_tail;

@@ -8,6 +8,7 @@
 #include "ptl/progress.h"
 #include "runtime/runtime.h"
 #include "transport/transport.h"
+#include "util/config.h"
 #include "util/context.h"
 #include "util/log.h"
 
@@ -94,6 +95,7 @@ static xp_status_t first_init(xp_ptl_state_t *st)
     st->rank = xp_rank();
     st->size = xp_size();
     st->uid = (uint32_t)getuid();
+    st->direct = xp_config()->shm_direct;
     st->reply_memo.rank = -1; /* (no handler runs yet) */
     rc = tables_init(st);
     if (rc != XP_OK)

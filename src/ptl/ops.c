@@ -5,6 +5,7 @@
 
 #include "ptl/atomic_ops.h"
 #include "ptl/ct.h"
+#include "ptl/direct.h"
 #include "ptl/engine.h"
 #include "ptl/eq.h"
 #include "ptl/md.h"
@@ -434,6 +435,33 @@ static __attribute__((noinline, cold)) void answer_dropped(int src_rank, const x
         xp_eng_bounce_give_back(src_rank, payload, len);
 }
 
+/* An acknowledgement h (not XP_PKT_F_NOACK) reached md: its count and
+ * event as the request's ack_req asks. */
+static void ack_done(xp_md_t *md, const xp_pkt_t *h, void *user_ptr)
+{
+    int ok = h->fail == PTL_NI_OK;
+    switch (h->ack_req) {
+    case PTL_ACK_REQ:
+        md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
+        md_event(md, PTL_EVENT_ACK, h->fail, user_ptr, h, h->local_offset);
+        break;
+    case PTL_CT_ACK_REQ:
+        if (h->flags & XP_PKT_F_MANY) {
+            if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
+                xp_ct_add(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? h->mlength : h->nseg, 0);
+        } else {
+            md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
+        }
+        break;
+    case PTL_OC_ACK_REQ:
+        if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
+            xp_ct_add(md->ct, ok ? 1 : 0, ok ? 0 : 1);
+        break;
+    default:
+        break;
+    }
+}
+
 void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, size_t len)
 {
     /* xp_md_from_handle, inline (generation-checked). */
@@ -467,29 +495,8 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
     if (h->type == XP_PKT_ACK) {
         if (h->flags & XP_PKT_F_SENDEV)
             send_done(md, PTL_NI_OK, user_ptr, h, h->local_offset);
-        if (!(h->flags & XP_PKT_F_NOACK)) {
-            switch (h->ack_req) {
-            case PTL_ACK_REQ:
-                md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
-                md_event(md, PTL_EVENT_ACK, h->fail, user_ptr, h, h->local_offset);
-                break;
-            case PTL_CT_ACK_REQ:
-                if (h->flags & XP_PKT_F_MANY) {
-                    if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
-                        xp_ct_add(md->ct,
-                                  (md->options & PTL_MD_EVENT_CT_BYTES) ? h->mlength : h->nseg, 0);
-                } else {
-                    md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
-                }
-                break;
-            case PTL_OC_ACK_REQ:
-                if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
-                    xp_ct_add(md->ct, ok ? 1 : 0, ok ? 0 : 1);
-                break;
-            default:
-                break;
-            }
-        }
+        if (!(h->flags & XP_PKT_F_NOACK))
+            ack_done(md, h, user_ptr);
     } else {
         /* REPLY: inline data lands in the MD now (RMA data is already there). */
         ptl_ni_fail_t fail = h->fail;
@@ -1343,6 +1350,63 @@ full:
                     remote_offset, user_ptr);
 }
 
+/* The request header of an atomic call (get_md NULL for PtlAtomic). */
+static void atomic_hdr(xp_pkt_t *h, xp_ptl_state_t *st, const xp_md_t *get_md,
+                       const xp_md_t *put_md, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                       ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                       ptl_size_t length, ptl_ack_req_t ack_req, ptl_op_t op, ptl_datatype_t dt,
+                       int kind)
+{
+    pkt_init(h, st, kind == XP_ATOMIC_PLAIN ? XP_PKT_ATOMIC : kind == XP_ATOMIC_FETCH ? XP_PKT_FETCH : XP_PKT_SWAP,
+             get_md ? get_md : put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data, length);
+    h->ack_req = (uint8_t)(get_md ? PTL_NO_ACK_REQ : ack_req);
+    h->atomic_op = (uint8_t)op;
+    h->atomic_type = (uint8_t)dt;
+}
+
+/* The three atomic calls straight into the target's shared heap
+ * (ptl/direct.h), when its descriptor allows: the CPU atomic, then what the
+ * answer would have brought - the SEND event, then the REPLY (the old
+ * values written to get_md) or the ACK - in that order. 1: done; 0: nothing
+ * happened, send it. The caller has checked the arguments as atomic_common
+ * does (ranges, (op, dt, length), the operand). get_md is NULL for
+ * PtlAtomic. */
+static __attribute__((noinline)) int atomic_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *get_md,
+                         ptl_size_t local_get_offset, xp_md_t *put_md,
+                         ptl_size_t local_put_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+                         ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                         ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                         const void *operand, ptl_op_t op, ptl_datatype_t dt, int kind)
+{
+    unsigned char data_buf[put_md->region.iov ? length : 1], old[length ? length : 1];
+    const void *data = (const char *)put_md->region.start + local_put_offset;
+    unsigned flags;
+    if (put_md->region.iov) {
+        xp_region_read(&put_md->region, local_put_offset, data_buf, length);
+        data = data_buf;
+    }
+    if (!xp_direct_atomic(r, rank, put_md->ni->slot, pt_index, st->uid, remote_offset, op, dt, data,
+                          operand, length, get_md != NULL, get_md ? old : NULL, &flags))
+        return 0;
+    xp_pkt_t h;
+    atomic_hdr(&h, st, get_md, put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+               length, ack_req, op, dt, kind);
+    h.mlength = length;
+    h.ptl_list = PTL_PRIORITY_LIST;
+    if (send_noticed(put_md))
+        send_done(put_md, PTL_NI_OK, user_ptr, &h, local_put_offset);
+    if (get_md) {
+        xp_region_write(&get_md->region, local_get_offset, old, length);
+        h.local_offset = local_get_offset;
+        md_count(get_md, PTL_MD_EVENT_CT_REPLY, 1, length);
+        md_event(get_md, PTL_EVENT_REPLY, PTL_NI_OK, user_ptr, &h, local_get_offset);
+    } else if (ack_req != PTL_NO_ACK_REQ && !(flags & XP_DIRECT_NOACK)) {
+        h.local_offset = local_put_offset;
+        ack_done(put_md, &h, user_ptr);
+    }
+    return 1;
+}
+
 /* Common body of the three atomic calls. get_md is NULL for PtlAtomic. */
 static int atomic_common(xp_ptl_state_t *st, xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *put_md,
                          ptl_size_t local_put_offset, ptl_size_t length, ptl_ack_req_t ack_req,
@@ -1368,11 +1432,14 @@ static int atomic_common(xp_ptl_state_t *st, xp_md_t *get_md, ptl_size_t local_g
     rank = xp_ni_target_rank(put_md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    pkt_init(&h, st, kind == XP_ATOMIC_PLAIN ? XP_PKT_ATOMIC : kind == XP_ATOMIC_FETCH ? XP_PKT_FETCH : XP_PKT_SWAP,
-             get_md ? get_md : put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data, length);
-    h.ack_req = (uint8_t)(get_md ? PTL_NO_ACK_REQ : ack_req);
-    h.atomic_op = (uint8_t)op;
-    h.atomic_type = (uint8_t)dt;
+    const xp_tl_route_t *r = st->direct ? xp_tl_route(rank) : NULL;
+    if (r && xp_direct_maybe(r, put_md->ni->slot, pt_index) &&
+        atomic_direct(st, r, rank, get_md, local_get_offset, put_md, local_put_offset, length,
+                      ack_req, pt_index, match_bits, remote_offset, user_ptr, hdr_data, operand,
+                      op, dt, kind))
+        return PTL_OK;
+    atomic_hdr(&h, st, get_md, put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+               length, ack_req, op, dt, kind);
     h.local_offset = get_md ? local_get_offset : local_put_offset;
 
     unsigned char buf[length + 32];
@@ -1481,6 +1548,11 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
         return atomic_common(st, get_md, local_get_offset, put_md, local_put_offset, length,
                              PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset,
                              user_ptr, hdr_data, NULL, operation, datatype, XP_ATOMIC_FETCH);
+    if (__builtin_expect(st->direct && xp_direct_maybe(r, ni->slot, pt_index), 0) &&
+        atomic_direct(st, r, rank, get_md, local_get_offset, put_md, local_put_offset, length,
+                      PTL_NO_ACK_REQ, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+                      NULL, operation, datatype, XP_ATOMIC_FETCH))
+        return PTL_OK;
     const void *payload = (const char *)put_md->region.start + local_put_offset;
     xp_status_t rc = XP_ERR_AGAIN;
     int compact = 0;

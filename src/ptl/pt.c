@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ptl/ct.h"
+#include "ptl/direct.h"
 #include "ptl/engine.h"
 #include "ptl/eq.h"
 #include "ptl/progress.h"
@@ -238,6 +239,7 @@ int PtlPTFree(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index)
     pt->allocated = 0;
     pt->enabled = 0;
     pt->eq = NULL;
+    xp_direct_sync(ni, pt);
     xp_pt_unlock(pt);
     xp_ni_unlock(ni);
     return PTL_OK;
@@ -259,6 +261,7 @@ static int pt_set_enabled(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, in
     if (!pt)
         return PTL_ARG_INVALID;
     pt->enabled = enabled;
+    xp_direct_sync(ni, pt); /* peers' direct atomics stop (or may start) here too */
     xp_pt_unlock(pt);
     return PTL_OK;
 }
@@ -315,6 +318,7 @@ void xp_le_unlink_locked(xp_pt_t *pt, xp_le_t *le, int auto_event)
 {
     int events = auto_event && !(le->options & PTL_ME_EVENT_UNLINK_DISABLE);
     xp_match_remove(&pt->table, &le->m);
+    xp_direct_sync(le->ni, pt); /* no peer writes the buffer once this returns */
     le_release_handle(le);
     if (events)
         le_event(pt, le, PTL_EVENT_AUTO_UNLINK);
@@ -545,6 +549,7 @@ static void entry_link_locked(xp_pt_t *pt, xp_le_t *le, ptl_handle_any_t *handle
     }
     xp_match_append(&pt->table, le->list == PTL_PRIORITY_LIST ? XP_MATCH_PRIORITY : XP_MATCH_OVERFLOW,
                     &le->m);
+    xp_direct_sync(le->ni, pt);
     /* Portals 4: PTL_EVENT_LINK once the entry is in its list, unless
      * PTL_LE/ME_EVENT_LINK_DISABLE. */
     if (!(options & PTL_ME_EVENT_LINK_DISABLE))
@@ -932,6 +937,7 @@ void xp_pt_fini_all(xp_ni_t *ni)
                     xp_le_unlink_locked(pt, e->user, 0);
             }
             uh_free_all(pt);
+            xp_direct_sync(ni, pt); /* (closed by the last unlink already) */
             xp_pool_destroy(&pt->uh_pool);
             xp_match_table_fini(&pt->table);
             pt->table_ready = 0;

@@ -41,6 +41,10 @@ typedef struct xp_pt {
     xp_match_table_t table;
     xp_pool_t uh_pool;      /* unexpected headers (xp_uh_t); with the table */
     int table_ready;
+    /* What this PT's descriptor for direct atomics says (ptl/direct.h):
+     * the entry it describes and its XP_DIRECT_* flags (0: closed). */
+    struct xp_le *direct_le;
+    unsigned direct_flags;
 } xp_pt_t;
 
 /* Where an entry stands with a triggered append (PtlTriggeredMEAppend,

@@ -1,0 +1,116 @@
+/* Atomics straight into a peer's shared heap (see direct.h). */
+#include <sched.h>
+#include <string.h>
+
+#include "ptl/atomic_ops.h"
+#include "ptl/direct.h"
+#include "ptl/engine.h"
+#include "ptl/pt.h"
+#include "transport/shmheap.h"
+#include "util/atomic.h"
+
+_Static_assert(sizeof(xp_direct_desc_t) == 64, "one descriptor per cache line");
+_Static_assert((size_t)XP_PTL_NI_SLOTS * XP_DIRECT_PTS * sizeof(xp_direct_desc_t) <=
+                   XP_SHMHEAP_META,
+               "the descriptors fit the heap's meta bytes");
+
+/* ---------------------------------------------------------------- target */
+
+/* The XP_DIRECT_* flags of the PT's priority head if it qualifies (direct.h),
+ * its heap offset in *off; 0 if it does not. */
+static unsigned head_flags(const xp_ni_t *ni, xp_pt_t *pt, const xp_tl_window_t *w, uint64_t *off,
+                           xp_le_t **head)
+{
+    *head = NULL;
+    if (ni->matching || !pt->enabled || !pt->table_ready || (pt->options & PTL_PT_FLOWCTRL))
+        return 0;
+    xp_match_entry_t *e = xp_match_first(&pt->table, XP_MATCH_PRIORITY);
+    if (!e)
+        return 0;
+    xp_le_t *le = e->user;
+    unsigned f = le->fast;
+    uintptr_t start = (uintptr_t)le->region.start;
+    if (!(f & XP_LE_FAST_PUT) || (f & XP_LE_FAST_CT) || (pt->eq && !(f & XP_LE_FAST_QUIET)) ||
+        le->trig_state != XP_LE_LIVE || le->region.length == 0 ||
+        !xp_shmheap_in(w->remote, w->size, start, le->region.length))
+        return 0;
+    *off = start - w->remote;
+    *head = le;
+    return XP_DIRECT_OPEN | ((f & XP_LE_FAST_FETCH) ? XP_DIRECT_GET : 0) |
+           ((f & XP_LE_FAST_NOACK) ? XP_DIRECT_NOACK : 0);
+}
+
+/* Close d: from the return on, no initiator touches what it described. */
+static void desc_close(xp_direct_desc_t *d)
+{
+    unsigned spins = 0;
+    __atomic_store_n(&d->open, 0, __ATOMIC_RELAXED);
+    xp_fence(); /* the store before the look at inflight (the handshake) */
+    while (__atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE) != 0) {
+        /* An initiator is between two instructions; one that lost its CPU
+         * needs ours (oversubscribed nodes). */
+        if (++spins % 64 == 0)
+            sched_yield();
+        else
+            xp_cpu_relax();
+    }
+}
+
+void xp_direct_sync(xp_ni_t *ni, xp_pt_t *pt)
+{
+    const xp_ptl_state_t *st = xp_ptl_state();
+    const xp_tl_window_t *w;
+    uint64_t off = 0;
+    xp_le_t *le = NULL;
+    unsigned f;
+    if (!st->direct || !(w = xp_tl_own_window()))
+        return;
+    f = head_flags(ni, pt, w, &off, &le);
+    if (le == pt->direct_le && f == pt->direct_flags)
+        return;
+    xp_direct_desc_t *d = xp_direct_desc(w->meta, ni->slot, (ptl_pt_index_t)(pt - ni->pt));
+    if (pt->direct_flags)
+        desc_close(d);
+    pt->direct_le = le;
+    pt->direct_flags = f;
+    if (!f)
+        return;
+    d->uid = le->uid;
+    d->off = off;
+    d->len = le->region.length;
+    __atomic_store_n(&d->open, f, __ATOMIC_RELEASE);
+}
+
+/* ---------------------------------------------------------------- initiator */
+
+int xp_direct_atomic(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
+                     uint32_t uid, ptl_size_t remote_offset, ptl_op_t op, ptl_datatype_t dt,
+                     const void *data, const void *operand, size_t len, int fetch,
+                     void *fetch_out, unsigned *flags)
+{
+    const xp_tl_window_t *w = r->window;
+    size_t esize = xp_atomic_type_size(dt);
+    int done = 0;
+    if (!w || pt_index >= XP_DIRECT_PTS || len == 0 || esize == 0 || esize > 8)
+        return 0;
+    xp_direct_desc_t *d = xp_direct_desc(w->meta, slot, pt_index);
+    /* (The caller looked at `open` already: xp_direct_maybe.) */
+    if (!r->quiet(r->tl, rank))
+        return 0;
+    __atomic_fetch_add(&d->inflight, 1, __ATOMIC_SEQ_CST);
+    unsigned f = __atomic_load_n(&d->open, __ATOMIC_ACQUIRE);
+    if ((f & XP_DIRECT_OPEN) && (!fetch || (f & XP_DIRECT_GET)) &&
+        (d->uid == PTL_UID_ANY || d->uid == uid)) {
+        uint64_t off = d->off, elen = d->len;
+        unsigned char *at = w->base + off + remote_offset;
+        /* The target's word is trusted no more than its packets are. */
+        if (off <= w->size && elen <= w->size - off && remote_offset <= elen &&
+            len <= elen - remote_offset && (uintptr_t)at % esize == 0) {
+            done = xp_atomic_apply_word(op, dt, at, data, len, fetch_out) ||
+                   xp_atomic_apply(op, dt, at, data, operand, len, fetch_out) == XP_OK;
+        }
+    }
+    __atomic_fetch_sub(&d->inflight, 1, __ATOMIC_RELEASE);
+    *flags = f;
+    return done;
+}

@@ -1,0 +1,106 @@
+/*
+ * ptl/direct.h - atomics applied straight into a peer's shared heap.
+ *
+ * Every local peer maps every process's shared heap (transport/shmheap.h),
+ * and the target applies an atomic on aligned 1-8-byte elements with one
+ * hardware read-modify-write per element (xp_atomic_apply). So when the
+ * entry an atomic would land in lies in the target's heap and asks nothing
+ * of the target's CPU (no event, no counter), the initiator can apply the
+ * same instruction through its own mapping: one cache-line transfer instead
+ * of a request, a handler and a REPLY.
+ *
+ * The target says which entries qualify: for each (NI slot, PT index) a
+ * descriptor in its heap's meta bytes (XP_SHMHEAP_META) describes the head
+ * of the PT's priority list when that head is an LE that
+ *   - is persistent, one contiguous buffer inside the heap, PTL_LE_OP_PUT
+ *     (XP_LE_FAST_PUT: no USE_ONCE, no MANAGE_LOCAL, no NO_TRUNCATE);
+ *   - counts nothing (no CT with EVENT_CT_COMM) and posts no full event
+ *     (no EQ on the PT, or EVENT_COMM_DISABLE / SUCCESS_DISABLE);
+ * on an enabled, non-matching PT without PTL_PT_FLOWCTRL. The target
+ * rewrites it under the PT lock whenever that head or the PT's state
+ * changes (xp_direct_sync).
+ *
+ * The protocol with initiators is a Dekker handshake: an initiator adds 1
+ * to the descriptor's `inflight` (a locked instruction: a full fence), then
+ * reads `open`; the target closing it stores 0 in `open`, fences, and waits
+ * until `inflight` is 0. So after the close returns - before PtlLEUnlink,
+ * PtlPTDisable or PtlNIFini returns - no initiator touches the buffer, and
+ * an initiator that saw it open saw the offset and length of that opening.
+ *
+ * Order: an initiator takes the direct path only when the target has
+ * handled every request it sent there before (the transport's quiet():
+ * ring cells are released after their handler), so a put sent earlier is
+ * in memory before the atomic applies (PTL_TOTAL_DATA_ORDERING). What the
+ * initiator does afterwards goes through the ring and comes after it.
+ *
+ * The initiator posts its own SEND, ACK and REPLY events and counts as the
+ * answer would have (ops.c). Everything else - a matching NI, a malloc
+ * buffer, events or counts at the target, misaligned or long elements
+ * (long double, double complex), a range past the entry - takes the ring.
+ * XP_SHM_DIRECT=0 turns the path off.
+ */
+#ifndef XP_PTL_DIRECT_H
+#define XP_PTL_DIRECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "portals4.h"
+#include "transport/transport.h"
+
+struct xp_ni;
+struct xp_pt;
+
+enum {
+    XP_DIRECT_OPEN = 1u << 0,  /* the descriptor describes a qualifying entry */
+    XP_DIRECT_GET = 1u << 1,   /* ... which also has PTL_LE_OP_GET (fetch, swap) */
+    XP_DIRECT_NOACK = 1u << 2, /* ... and PTL_LE_ACK_DISABLE */
+};
+
+#define XP_DIRECT_PTS 256 /* PT indexes per NI slot: max_pt_index is at most 255 */
+
+/* One per (NI slot, PT index) in the meta bytes of its owner's heap, on its
+ * own cache line: initiators write `inflight`, so the line moves between
+ * them, and the owner reads it only when it closes the descriptor. */
+typedef struct xp_direct_desc {
+    uint64_t inflight; /* initiators between their look at `open` and their update */
+    uint32_t open;     /* XP_DIRECT_* flags; 0: closed */
+    uint32_t uid;      /* the uid the entry accepts, PTL_UID_ANY: any */
+    uint64_t off;      /* the entry's buffer: offset in the heap ... */
+    uint64_t len;      /* ... and length (set while closed) */
+} __attribute__((aligned(64))) xp_direct_desc_t;
+
+static inline xp_direct_desc_t *xp_direct_desc(unsigned char *meta, int slot,
+                                               ptl_pt_index_t pt_index)
+{
+    return (xp_direct_desc_t *)(void *)meta + (size_t)slot * XP_DIRECT_PTS + pt_index;
+}
+
+/* Whether the target behind route r publishes an entry on (slot, pt_index)
+ * now: a plain look at a line nobody writes while it stays so, before
+ * anything else of the direct path. Most targets publish nothing. */
+static inline int xp_direct_maybe(const xp_tl_route_t *r, int slot, ptl_pt_index_t pt_index)
+{
+    return r->window && pt_index < XP_DIRECT_PTS &&
+           __atomic_load_n(&xp_direct_desc(r->window->meta, slot, pt_index)->open,
+                           __ATOMIC_RELAXED) != 0;
+}
+
+/* Target side, PT lock held: make the PT's descriptor describe its
+ * priority head if that qualifies, or close it (waiting for initiators in
+ * flight). Cheap when nothing changed. */
+void xp_direct_sync(struct xp_ni *ni, struct xp_pt *pt);
+
+/* Initiator side: apply an atomic (len bytes of `data`, `operand` for the
+ * swap family) at remote_offset of the entry on (slot, pt_index) of the
+ * peer behind route r, through its window; `fetch` when the call fetches
+ * (the entry must take gets), the old values then in fetch_out (len bytes,
+ * not overlapping data). Returns 1 when applied, with the descriptor's
+ * XP_DIRECT_* flags in *flags; 0 (nothing touched) when the message must
+ * go through the ring. The caller has checked (op, dt, len). */
+int xp_direct_atomic(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
+                     uint32_t uid, ptl_size_t remote_offset, ptl_op_t op, ptl_datatype_t dt,
+                     const void *data, const void *operand, size_t len, int fetch,
+                     void *fetch_out, unsigned *flags);
+
+#endif

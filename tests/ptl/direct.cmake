@@ -1,0 +1,15 @@
+# Atomics applied by the initiator straight into the target's shared heap,
+# and what keeps them on the ring (mp_direct.c): inline progress (the target
+# makes no call while the path must serve), 2 and 4 ranks, the progress
+# thread, and the path turned off (XP_SHM_DIRECT=0: the same results).
+if(TARGET xprun)
+  xp_mp_test(mp_direct NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_direct.c LIBS xp_ptl
+             TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
+  xp_mp_test(mp_direct NP 4 TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
+  xp_mp_test(mp_direct NP 2 SUFFIX _thread TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+  xp_mp_test(mp_direct NP 2 SUFFIX _off TIMEOUT 60 LABELS ptl
+             ENV XP_PROGRESS=inline XP_SHM_DIRECT=0)
+endif()
+# The close handshake alone, one process, two threads (test_direct_close.c).
+xp_test(test_direct_close SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_direct_close.c LIBS xp_ptl
+        TIMEOUT 60 LABELS ptl)

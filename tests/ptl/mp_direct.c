@@ -1,0 +1,445 @@
+/*
+ * mp_direct - atomics applied by the initiator straight into the target's
+ * shared heap (ptl/direct.h), and everything that must keep them off it.
+ *
+ * Rank 0 is the target; it posts LEs on a non-matching NI, most over
+ * memory from its xp_shmalloc heap. Every other rank is an initiator.
+ *  A. The path is taken: while rank 0 makes no Portals call at all (run
+ *     with XP_PROGRESS=inline, nothing handles its ring), the initiators
+ *     complete fetch-adds on one word (no update lost, each sees its old
+ *     values increase), then a fetch with a REPLY event, an atomic with
+ *     SEND and ACK events, counting ACKs, PtlSwap (SWAP, CSWAP hit and
+ *     miss), a plain atomic on an entry without OP_GET and one on an entry
+ *     with ACK_DISABLE (SEND, no ACK). Rank 0 watches the words; without
+ *     the direct path it would wait for its deadline.
+ *  B. Direct and ring atomics on one word at once: one entry qualifies,
+ *     another over the same memory counts (so the target's handler applies
+ *     its atomics); the initiators alternate; the sum is exact.
+ *  C. Order: a put through the ring, then at once a fetch of the same word
+ *     returns the value put.
+ *  D. Unlink while the initiators hammer the entry: once PtlLEUnlink
+ *     returns the word never changes again, and it holds exactly the
+ *     fetch-adds that were answered with success.
+ *  E. What must take the ring (rank 0 handling packets): a malloc buffer,
+ *     an entry with a counter, a PT with an EQ and full events (the target
+ *     sees each), a fetch on an entry without OP_GET (OP_VIOLATION, word
+ *     untouched), a disabled PT (PT_DISABLED, untouched), and the entry
+ *     again once enabled.
+ * With XP_SHM_DIRECT=0 the same checks hold through the ring (A then lets
+ * rank 0 handle packets while it waits).
+ */
+#include <portals4.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/config.h"
+#include "xp_test.h"
+#include "xportals/shmem.h"
+#include "xportals/xp.h"
+
+enum {
+    PT_D = 10,  /* qualifies: heap, OP_PUT|OP_GET, no count, no event */
+    PT_R = 11,  /* the same memory, counted: the ring */
+    PT_U = 12,  /* qualifies; unlinked in D */
+    PT_M = 13,  /* malloc buffer */
+    PT_C = 14,  /* heap, with a counter */
+    PT_E = 15,  /* heap, PT with an EQ, full events */
+    PT_NG = 16, /* heap, OP_PUT only */
+    PT_NA = 17, /* heap, ACK_DISABLE */
+};
+
+#define REGION 4096      /* bytes of each heap entry */
+#define NA 2000          /* A: fetch-adds per initiator */
+#define NB 2000          /* B: atomics per initiator, half through each entry */
+#define NC 500           /* C: put + fetch pairs per initiator */
+#define DEADLINE_NS 10000000000ull
+
+/* Words of PT_D's region: */
+#define W_SUM 0          /* A */
+#define W_DONE 1         /* A: initiators finished */
+#define W_MIX 2          /* B */
+#define W_OWN(r) (8 * (r))  /* per initiator r >= 1: 8 words */
+
+typedef struct ctx {
+    int rank, size, direct;
+    ptl_handle_ni_t ni;
+    ptl_process_t target;
+    /* target */
+    uint64_t *heap;              /* 8 regions of REGION bytes */
+    uint64_t mbuf[8];
+    ptl_handle_ct_t rct, cct;    /* PT_R's and PT_C's counters */
+    ptl_handle_eq_t teq;         /* PT_E's EQ */
+    ptl_handle_le_t le[8];
+    /* initiator */
+    uint64_t lbuf[16];
+    ptl_handle_eq_t ieq;
+    ptl_handle_ct_t ict, ect;
+    ptl_handle_md_t md_ct, md_ev; /* CT only (the one-word fast path); EQ and CT */
+    uint64_t nct, nect;           /* successes so far on ict, ect */
+} ctx_t;
+
+static uint64_t *region(ctx_t *c, int i)
+{
+    return c->heap + (size_t)i * (REGION / 8);
+}
+
+static void post(ctx_t *c, int slot, ptl_pt_index_t pt, void *start, size_t len, unsigned opts,
+                 ptl_handle_ct_t ct, ptl_handle_eq_t eq)
+{
+    ptl_pt_index_t got;
+    ptl_le_t le = { .start = start, .length = len, .ct_handle = ct, .uid = PTL_UID_ANY,
+                    .options = opts | PTL_LE_EVENT_LINK_DISABLE };
+    XP_REQUIRE(PtlPTAlloc(c->ni, 0, eq, pt, &got) == PTL_OK);
+    XP_REQUIRE(PtlLEAppend(c->ni, pt, &le, PTL_PRIORITY_LIST, NULL, &c->le[slot]) == PTL_OK);
+}
+
+static void target_setup(ctx_t *c)
+{
+    const unsigned rw = PTL_LE_OP_PUT | PTL_LE_OP_GET, quiet = PTL_LE_EVENT_COMM_DISABLE;
+    XP_REQUIRE((c->heap = xp_shmalloc(8 * REGION)) != NULL);
+    memset(c->heap, 0, 8 * REGION);
+    XP_REQUIRE(PtlCTAlloc(c->ni, &c->rct) == PTL_OK);
+    XP_REQUIRE(PtlCTAlloc(c->ni, &c->cct) == PTL_OK);
+    XP_REQUIRE(PtlEQAlloc(c->ni, 1024, &c->teq) == PTL_OK);
+    post(c, 0, PT_D, region(c, 0), REGION, rw | quiet, PTL_CT_NONE, PTL_EQ_NONE);
+    post(c, 1, PT_R, region(c, 0), REGION, rw | PTL_LE_EVENT_CT_COMM | quiet, c->rct, PTL_EQ_NONE);
+    post(c, 2, PT_U, region(c, 1), REGION, rw | quiet, PTL_CT_NONE, PTL_EQ_NONE);
+    post(c, 3, PT_M, c->mbuf, sizeof c->mbuf, rw | quiet, PTL_CT_NONE, PTL_EQ_NONE);
+    post(c, 4, PT_C, region(c, 2), REGION, rw | PTL_LE_EVENT_CT_COMM | quiet, c->cct, PTL_EQ_NONE);
+    post(c, 5, PT_E, region(c, 3), REGION, rw, PTL_CT_NONE, c->teq);
+    post(c, 6, PT_NG, region(c, 4), REGION, PTL_LE_OP_PUT | quiet, PTL_CT_NONE, PTL_EQ_NONE);
+    post(c, 7, PT_NA, region(c, 5), REGION, rw | PTL_LE_ACK_DISABLE | quiet, PTL_CT_NONE,
+         PTL_EQ_NONE);
+}
+
+static void initiator_setup(ctx_t *c)
+{
+    XP_REQUIRE(PtlEQAlloc(c->ni, 256, &c->ieq) == PTL_OK);
+    XP_REQUIRE(PtlCTAlloc(c->ni, &c->ict) == PTL_OK);
+    XP_REQUIRE(PtlCTAlloc(c->ni, &c->ect) == PTL_OK);
+    ptl_md_t md = { .start = c->lbuf, .length = sizeof c->lbuf, .eq_handle = PTL_EQ_NONE,
+                    .ct_handle = c->ict,
+                    .options = PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK };
+    XP_REQUIRE(PtlMDBind(c->ni, &md, &c->md_ct) == PTL_OK);
+    md.eq_handle = c->ieq;
+    md.ct_handle = c->ect;
+    XP_REQUIRE(PtlMDBind(c->ni, &md, &c->md_ev) == PTL_OK);
+}
+
+/* Wait for the count of the one operation in flight on ct (*n successes
+ * so far): 1 if it failed. PtlCTWait returns as soon as the failure count
+ * is nonzero, so a failure is cleared once seen. */
+static int ct_next(ptl_handle_ct_t ct, uint64_t *n)
+{
+    ptl_ct_event_t ev;
+    XP_REQUIRE(PtlCTWait(ct, *n + 1, &ev) == PTL_OK);
+    if (ev.failure) {
+        XP_CHECK_EQ(ev.success, *n);
+        ev.failure = 0;
+        XP_REQUIRE(PtlCTSet(ct, ev) == PTL_OK);
+        return 1;
+    }
+    *n = ev.success;
+    return 0;
+}
+
+/* The next event of ieq, which must be of `type`. */
+static ptl_event_t ev_next(ctx_t *c, ptl_event_kind_t type)
+{
+    ptl_event_t ev;
+    XP_REQUIRE(PtlEQWait(c->ieq, &ev) == PTL_OK);
+    XP_CHECK_EQ(ev.type, type);
+    return ev;
+}
+
+/* A fetch-add of v at byte offset off of pt through md_ct: the old value,
+ * or UINT64_MAX with *fail set when the REPLY counted a failure. */
+static uint64_t fadd(ctx_t *c, ptl_pt_index_t pt, ptl_size_t off, uint64_t v, int *fail)
+{
+    c->lbuf[1] = v;
+    XP_REQUIRE(PtlFetchAtomic(c->md_ct, 0, c->md_ct, 8, 8, c->target, pt, 0, off, NULL, 0, PTL_SUM,
+                              PTL_UINT64_T) == PTL_OK);
+    int failed = ct_next(c->ict, &c->nct);
+    if (fail)
+        *fail = failed;
+    return failed ? UINT64_MAX : c->lbuf[0];
+}
+
+/* ---------------------------------------------------------------- A */
+
+/* Rank 0: wait (no Portals call with the direct path) until the word
+ * reaches want. */
+static void watch(ctx_t *c, const uint64_t *w, uint64_t want, const char *what)
+{
+    uint64_t t0 = xp_test_now_ns();
+    ptl_event_t ev;
+    unsigned int which;
+    while (__atomic_load_n(w, __ATOMIC_ACQUIRE) != want) {
+        if (xp_test_now_ns() - t0 > DEADLINE_NS) {
+            fprintf(stderr, "rank 0: %s: %llu, expected %llu\n", what,
+                    (unsigned long long)*w, (unsigned long long)want);
+            XP_CHECK(0);
+            return;
+        }
+        if (!c->direct) /* the ring: someone must handle it */
+            (void)PtlEQPoll(&c->teq, 1, 1, &ev, &which);
+        else
+            usleep(100);
+    }
+}
+
+static void phase_a_initiator(ctx_t *c)
+{
+    ptl_size_t own = W_OWN(c->rank) * 8;
+    uint64_t prev = 0;
+    for (int i = 0; i < NA; i++) {
+        uint64_t old = fadd(c, PT_D, W_SUM * 8, 1, NULL);
+        XP_CHECK(i == 0 || old > prev);
+        prev = old;
+    }
+    /* A fetch with a REPLY event: its fields. */
+    c->lbuf[1] = 7;
+    XP_REQUIRE(PtlFetchAtomic(c->md_ev, 16, c->md_ev, 8, 8, c->target, PT_D, 0, own, (void *)c,
+                              0x55, PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ect, &c->nect), 0);
+    ptl_event_t ev = ev_next(c, PTL_EVENT_SEND); /* the put MD's, first */
+    XP_CHECK(ev.start == (void *)&c->lbuf[1]);
+    ev = ev_next(c, PTL_EVENT_REPLY);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+    XP_CHECK_EQ(ev.mlength, 8);
+    XP_CHECK_EQ(ev.remote_offset, own);
+    XP_CHECK(ev.user_ptr == (void *)c);
+    XP_CHECK(ev.start == (void *)&c->lbuf[2]);
+    XP_CHECK_EQ(c->lbuf[2], 0);
+    /* An atomic with an ACK: SEND, then ACK. */
+    XP_REQUIRE(PtlAtomic(c->md_ev, 8, 8, PTL_ACK_REQ, c->target, PT_D, 0, own, (void *)c, 0,
+                         PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    ev = ev_next(c, PTL_EVENT_SEND);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+    XP_CHECK_EQ(ct_next(c->ect, &c->nect), 0);
+    ev = ev_next(c, PTL_EVENT_ACK);
+    XP_CHECK_EQ(ev.mlength, 8);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+    /* Counting ACKs (no event when asked for a count only). */
+    XP_REQUIRE(PtlAtomic(c->md_ct, 8, 8, PTL_CT_ACK_REQ, c->target, PT_D, 0, own, NULL, 0, PTL_SUM,
+                         PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    XP_REQUIRE(PtlAtomic(c->md_ct, 8, 8, PTL_OC_ACK_REQ, c->target, PT_D, 0, own, NULL, 0, PTL_SUM,
+                         PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0); /* own word: 7 * 4 = 28 */
+    /* Swaps: SWAP 5 (old 28), CSWAP 5 -> 9 (hit), CSWAP 4 -> 1 (miss). */
+    uint64_t cmp = 5;
+    c->lbuf[1] = 5;
+    XP_REQUIRE(PtlSwap(c->md_ct, 0, c->md_ct, 8, 8, c->target, PT_D, 0, own, NULL, 0, NULL,
+                       PTL_SWAP, PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    XP_CHECK_EQ(c->lbuf[0], 28);
+    c->lbuf[1] = 9;
+    XP_REQUIRE(PtlSwap(c->md_ct, 0, c->md_ct, 8, 8, c->target, PT_D, 0, own, NULL, 0, &cmp,
+                       PTL_CSWAP, PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    XP_CHECK_EQ(c->lbuf[0], 5);
+    cmp = 4;
+    c->lbuf[1] = 1;
+    XP_REQUIRE(PtlSwap(c->md_ct, 0, c->md_ct, 8, 8, c->target, PT_D, 0, own, NULL, 0, &cmp,
+                       PTL_CSWAP, PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    XP_CHECK_EQ(c->lbuf[0], 9);
+    /* A plain atomic needs only OP_PUT; ACK_DISABLE: SEND, then no ACK. */
+    c->lbuf[1] = 3;
+    XP_REQUIRE(PtlAtomic(c->md_ev, 8, 8, PTL_NO_ACK_REQ, c->target, PT_NG, 0, own, NULL, 0,
+                         PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    ev_next(c, PTL_EVENT_SEND);
+    XP_REQUIRE(PtlAtomic(c->md_ev, 8, 8, PTL_ACK_REQ, c->target, PT_NA, 0, own, NULL, 0,
+                         PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    ev_next(c, PTL_EVENT_SEND);
+    /* Done: rank 0 sees this count while it still makes no call. */
+    fadd(c, PT_D, W_DONE * 8, 1, NULL);
+}
+
+static void phase_a(ctx_t *c)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank == 0) {
+        watch(c, &region(c, 0)[W_SUM], (uint64_t)(c->size - 1) * NA, "fetch-adds");
+        watch(c, &region(c, 0)[W_DONE], (uint64_t)(c->size - 1), "initiators done");
+    } else {
+        phase_a_initiator(c);
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    ptl_event_t ev;
+    if (c->rank == 0) {
+        for (int r = 1; r < c->size; r++) {
+            XP_CHECK_EQ(region(c, 0)[W_OWN(r)], 9);
+            XP_CHECK_EQ(region(c, 4)[W_OWN(r)], 3);
+            XP_CHECK_EQ(region(c, 5)[W_OWN(r)], 3);
+        }
+    } else {
+        XP_CHECK_EQ(PtlEQGet(c->ieq, &ev), PTL_EQ_EMPTY); /* no ACK from PT_NA */
+    }
+}
+
+/* ---------------------------------------------------------------- B, C */
+
+static void phase_b(ctx_t *c)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank == 0) {
+        ptl_ct_event_t ev;
+        XP_REQUIRE(PtlCTWait(c->rct, (uint64_t)(c->size - 1) * (NB / 2), &ev) == PTL_OK);
+        XP_CHECK_EQ(ev.failure, 0);
+    } else {
+        for (int i = 0; i < NB; i++)
+            XP_CHECK(fadd(c, i % 2 ? PT_R : PT_D, W_MIX * 8, 1, NULL) != UINT64_MAX);
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank == 0)
+        XP_CHECK_EQ(region(c, 0)[W_MIX], (uint64_t)(c->size - 1) * NB);
+}
+
+static void phase_c(ctx_t *c)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank != 0) {
+        ptl_size_t off = (W_OWN(c->rank) + 1) * 8;
+        for (uint64_t k = 1; k <= NC; k++) {
+            uint64_t v = ((uint64_t)c->rank << 32) | k;
+            c->lbuf[3] = v;
+            /* No ACK: nothing but the target's handler orders the two. */
+            XP_REQUIRE(PtlPut(c->md_ct, 24, 8, PTL_NO_ACK_REQ, c->target, PT_D, 0, off, NULL,
+                              0) == PTL_OK);
+            uint64_t got = fadd(c, PT_D, off, 0, NULL);
+            if (got != v) {
+                fprintf(stderr, "rank %d: fetch after put %llu: %llx, expected %llx\n", c->rank,
+                        (unsigned long long)k, (unsigned long long)got,
+                        (unsigned long long)v);
+                XP_CHECK(0);
+                break;
+            }
+        }
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+}
+
+/* ---------------------------------------------------------------- D */
+
+static void phase_d(ctx_t *c)
+{
+    uint64_t ok = 0, v1 = 0;
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank == 0) {
+        usleep(20000); /* the initiators hammer PT_U meanwhile */
+        XP_REQUIRE(PtlLEUnlink(c->le[2]) == PTL_OK);
+        v1 = __atomic_load_n(&region(c, 1)[0], __ATOMIC_ACQUIRE);
+    } else {
+        uint64_t t0 = xp_test_now_ns();
+        int fail = 0;
+        while (!fail && xp_test_now_ns() - t0 < DEADLINE_NS)
+            if (fadd(c, PT_U, 0, 1, &fail) != UINT64_MAX)
+                ok++;
+        XP_CHECK(fail); /* the unlink was seen */
+        XP_REQUIRE(xp_kv_put("direct_ok", &ok, sizeof ok) == XP_OK);
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    XP_REQUIRE(xp_kv_fence() == XP_OK);
+    if (c->rank == 0) {
+        uint64_t total = 0;
+        usleep(10000);
+        XP_CHECK_EQ(region(c, 1)[0], v1); /* untouched since the unlink returned */
+        for (int r = 1; r < c->size; r++) {
+            size_t len = sizeof ok;
+            XP_REQUIRE(xp_kv_get(r, "direct_ok", &ok, &len) == XP_OK);
+            total += ok;
+        }
+        XP_CHECK_EQ(v1, total); /* every success applied, nothing else */
+    }
+}
+
+/* ---------------------------------------------------------------- E */
+
+static void phase_e_initiator(ctx_t *c)
+{
+    int fail;
+    ptl_size_t own = W_OWN(c->rank) * 8;
+    XP_CHECK(fadd(c, PT_M, 0, 3, NULL) != UINT64_MAX);
+    XP_CHECK(fadd(c, PT_C, own, 3, NULL) == 0);
+    XP_CHECK(fadd(c, PT_E, own, 3, NULL) == 0);
+    /* No OP_GET: refused (OP_VIOLATION), the word keeps the plain atomic's 3. */
+    c->lbuf[1] = 100;
+    XP_REQUIRE(PtlFetchAtomic(c->md_ev, 0, c->md_ev, 8, 8, c->target, PT_NG, 0, own, NULL, 0,
+                              PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ect, &c->nect), 1);
+    ev_next(c, PTL_EVENT_SEND);
+    ptl_event_t ev = ev_next(c, PTL_EVENT_REPLY);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OP_VIOLATION);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    XP_REQUIRE(xp_barrier() == XP_OK); /* rank 0 disabled PT_D in between */
+    XP_CHECK(fadd(c, PT_D, own, 1000, &fail) == UINT64_MAX && fail);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    XP_REQUIRE(xp_barrier() == XP_OK); /* ... and enabled it again */
+    XP_CHECK_EQ(fadd(c, PT_D, own, 1, NULL), 9);
+}
+
+static void phase_e(ctx_t *c)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank != 0) {
+        phase_e_initiator(c);
+    } else {
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        XP_REQUIRE(PtlPTDisable(c->ni, PT_D) == PTL_OK);
+        XP_REQUIRE(xp_barrier() == XP_OK);
+        XP_REQUIRE(xp_barrier() == XP_OK); /* the refused fetches are answered here */
+        XP_REQUIRE(PtlPTEnable(c->ni, PT_D) == PTL_OK);
+        XP_REQUIRE(xp_barrier() == XP_OK);
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank != 0)
+        return;
+    ptl_ct_event_t ct;
+    XP_CHECK_EQ(c->mbuf[0], 3ull * (uint64_t)(c->size - 1));
+    XP_REQUIRE(PtlCTGet(c->cct, &ct) == PTL_OK);
+    XP_CHECK_EQ(ct.success, (uint64_t)(c->size - 1));
+    for (int r = 1; r < c->size; r++) {
+        XP_CHECK_EQ(region(c, 2)[W_OWN(r)], 3);
+        XP_CHECK_EQ(region(c, 3)[W_OWN(r)], 3);
+        XP_CHECK_EQ(region(c, 4)[W_OWN(r)], 3);
+        XP_CHECK_EQ(region(c, 0)[W_OWN(r)], 10);
+        ptl_event_t ev;
+        XP_REQUIRE(PtlEQGet(c->teq, &ev) == PTL_OK);
+        XP_CHECK_EQ(ev.type, PTL_EVENT_FETCH_ATOMIC);
+    }
+}
+
+int main(void)
+{
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    XP_REQUIRE(PtlInit() == PTL_OK);
+    c.rank = xp_rank();
+    c.size = xp_size();
+    c.direct = xp_config()->shm_direct;
+    if (c.size < 2)
+        XP_TEST_SKIP("needs 2 or more ranks");
+    if (xp_config()->shm_heap_size == 0)
+        XP_TEST_SKIP("no shared heap (XP_SHM_HEAP_SIZE=0)");
+    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL,
+                         NULL, &c.ni) == PTL_OK);
+    c.target.rank = 0;
+    if (c.rank == 0)
+        target_setup(&c);
+    else
+        initiator_setup(&c);
+    phase_a(&c);
+    phase_b(&c);
+    phase_c(&c);
+    phase_d(&c);
+    phase_e(&c);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    PtlNIFini(c.ni);
+    PtlFini();
+    return xp_test_result();
+}
