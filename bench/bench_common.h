@@ -34,6 +34,7 @@ typedef struct {
     long   iters, warmup, reps, window, queue, posted;
     long   bits;           /* ping-pong match bits; -1: the default, 0x42 */
     int    use_me, any_source;
+    int    heap;           /* --heap: the target buffer from xp_shmalloc */
     /* identity */
     int rank, size;
     /* barrier */
@@ -132,6 +133,7 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
         long *lp = NULL;
         if (!strcmp(a, "--me")) { b->use_me = 1; continue; }
         if (!strcmp(a, "--any-source")) { b->any_source = 1; continue; }
+        if (!strcmp(a, "--heap")) { b->heap = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || !v)
             bench_usage(argv[0], extra);
         if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size") || !strcmp(a, "--size")) {

@@ -234,7 +234,9 @@ ucx_at() {
 #   lat:     one-way latency (µs), half a ping-pong round trip
 #   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages
 #   msgrate: messages per second, windows of 256 messages of 8 B
-#   fadd:    8-byte fetch-add round trip (µs), one operation at a time
+#   fadd:    8-byte fetch-add round trip (µs), one operation at a time;
+#            xportals: a stack word through the target's ring and handler,
+#            xportals_heap: a word of its shared heap, applied directly
 #   get:     get round trip (µs), one operation at a time (--full only)
 impls_of() {
     local x m out=""
@@ -250,7 +252,7 @@ impls_of() {
     lat) echo "$x mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
     bw) echo "$x mpich openmpi ucx_tag ucx_put" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
-    fadd) echo "$x mpich openmpi ucx" ;;
+    fadd) echo "$x xportals_heap mpich openmpi ucx" ;;
     get) echo "$x mpich openmpi" ;;
     esac
 }
@@ -297,6 +299,9 @@ command_for() {
     msgrate/openmpi) openmpi --mode msgrate --size $MR_SIZE --iters $MR_ITERS --reps $STREAM_REPS ;;
     msgrate/ucx_tag) ucx_at $MR_SIZE $STREAM_REPS -t tag_bw -n $((256 * MR_ITERS)) -w 2560 ;;
     fadd/xportals) xp ptl_atomic_lat --iters $LAT_ITERS --reps $LAT_REPS ;;
+    fadd/xportals_heap) # the target word in its shared heap, no target count: the
+        # initiator's CPU atomic through its mapping (ptl/direct.h), as the peers'
+        xp ptl_atomic_lat --heap --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/mpich) mpich --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/openmpi) openmpi --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
     get/xportals) xp ptl_get_lat $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;

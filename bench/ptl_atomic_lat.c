@@ -3,8 +3,16 @@
  * PTL_UINT64_T) round trip from rank 0 to an LE on rank 1, completed by the
  * reply counter; the final target value is checked.
  *
- *   xprun -n 2 ptl_atomic_lat [--iters 10000] [--reps 11]
+ * With --heap the target word lies in rank 1's shared heap (xp_shmalloc)
+ * and its LE counts nothing, as the window of an MPI passive-target
+ * MPI_Fetch_and_op asks nothing of the target's CPU: the initiator then
+ * applies the atomic through its mapping (ptl/direct.h; XP_SHM_DIRECT=0
+ * sends it through the ring instead). Rank 1 waits in the final barrier.
+ *
+ *   xprun -n 2 ptl_atomic_lat [--iters 10000] [--reps 11] [--heap]
  */
+#include <xportals/shmem.h>
+
 #include "bench_common.h"
 
 int main(int argc, char **argv)
@@ -12,22 +20,27 @@ int main(int argc, char **argv)
     enum { PT = 3 };
     bench_t b = { .min_size = 8, .max_size = 8, .iters = 10000, .warmup = 100, .reps = 11,
                   .window = 1 };
-    bench_init(&b, argc, argv, NULL);
+    bench_init(&b, argc, argv, "[--heap]");
 
     ptl_handle_ni_t ni = bench_ni(0, 64);
     ptl_pt_index_t pt;
     ptl_handle_ct_t tct, rct;
     ptl_ct_event_t ev;
-    uint64_t target = 0, operand = 1, result = 0, count = 0;
+    uint64_t local_target = 0, operand = 1, result = 0, count = 0;
+    uint64_t *target = b.heap ? xp_shmalloc(sizeof(*target)) : &local_target;
     double *v = calloc((size_t)b.reps, sizeof(*v));
     int active = b.rank < 2 && b.size >= 2;
 
     if (b.size < 2 && b.rank == 0)
         fprintf(stderr, "ptl_atomic_lat: needs 2 processes (xprun -n 2)\n");
+    if (!target)
+        bench_die("xp_shmalloc (--heap)", PTL_NO_SPACE);
+    *target = 0;
     BENCH_CHECK(PtlCTAlloc(ni, &tct));
     BENCH_CHECK(PtlCTAlloc(ni, &rct));
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt));
-    ptl_handle_any_t le = bench_post(ni, 0, pt, &target, sizeof(target), tct, 0, bench_peer(0), 0);
+    ptl_handle_any_t le = bench_post(ni, 0, pt, target, sizeof(*target), b.heap ? PTL_CT_NONE : tct,
+                                     0, bench_peer(0), 0);
     ptl_handle_md_t get_md = bench_md(ni, &result, sizeof(result), PTL_MD_EVENT_CT_REPLY, rct);
     ptl_handle_md_t put_md = bench_md(ni, &operand, sizeof(operand), 0, PTL_CT_NONE);
     bench_barrier(&b);
@@ -36,7 +49,8 @@ int main(int argc, char **argv)
         double t0 = 0;
         if (b.rank == 1) {
             count += (uint64_t)(b.warmup + b.iters);
-            BENCH_CHECK(PtlCTWait(tct, count, &ev));
+            if (!b.heap)
+                BENCH_CHECK(PtlCTWait(tct, count, &ev));
             continue;
         }
         for (long i = 0; i < b.warmup + b.iters; i++) {
@@ -51,16 +65,16 @@ int main(int argc, char **argv)
         v[r] = (bench_now_us() - t0) / (double)b.iters;
     }
     bench_barrier(&b);
-    if (active && b.rank == 1 && target != count) {
+    if (active && b.rank == 1 && *target != count) {
         fprintf(stderr, "ptl_atomic_lat: target %" PRIu64 " after %" PRIu64 " fetch-adds\n",
-                target, count);
+                *target, count);
         exit(1);
     }
     if (active && b.rank == 0) {
         bench_stats_t st = bench_stats(v, b.reps);
-        printf("bench=ptl_atomic_lat op=fetch_sum type=uint64 size=8 iters=%ld reps=%ld "
+        printf("bench=ptl_atomic_lat op=fetch_sum type=uint64 size=8 target=%s iters=%ld reps=%ld "
                "median_us=%.3f min_us=%.3f p90_us=%.3f last_result=%" PRIu64 "\n",
-               b.iters, b.reps, st.median, st.min, st.p90, result);
+               b.heap ? "heap" : "stack", b.iters, b.reps, st.median, st.min, st.p90, result);
     }
     PtlMDRelease(get_md);
     PtlMDRelease(put_md);
@@ -69,6 +83,8 @@ int main(int argc, char **argv)
     PtlCTFree(rct);
     PtlCTFree(tct);
     PtlNIFini(ni);
+    if (b.heap)
+        xp_shfree(target);
     free(v);
     bench_fini(&b);
     return 0;
