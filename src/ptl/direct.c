@@ -66,15 +66,15 @@ void xp_direct_sync(xp_ni_t *ni, xp_pt_t *pt)
     if (!st->direct || !(w = xp_tl_own_window()))
         return;
     f = head_flags(ni, pt, w, &off, &le);
-    if (le == pt->direct_le && f == pt->direct_flags)
+    if (f == pt->direct_flags && (!f || le->handle == pt->direct_handle))
         return;
     xp_direct_desc_t *d = xp_direct_desc(w->meta, ni->slot, (ptl_pt_index_t)(pt - ni->pt));
     if (pt->direct_flags)
         desc_close(d);
-    pt->direct_le = le;
     pt->direct_flags = f;
     if (!f)
         return;
+    pt->direct_handle = le->handle;
     d->uid = le->uid;
     d->off = off;
     d->len = le->region.length;
@@ -83,34 +83,78 @@ void xp_direct_sync(xp_ni_t *ni, xp_pt_t *pt)
 
 /* ---------------------------------------------------------------- initiator */
 
+/* Enter the descriptor of (slot, pt_index) behind route r for len bytes at
+ * remote_offset of its entry, which must have the `need` flags: our address
+ * of them, with the descriptor held (*dp: direct_leave), its flags in
+ * *flags; NULL with nothing held when the ring must carry the message. */
+static unsigned char *direct_enter(const xp_tl_route_t *r, int rank, int slot,
+                                   ptl_pt_index_t pt_index, uint32_t uid,
+                                   ptl_size_t remote_offset, size_t len, unsigned need,
+                                   xp_direct_desc_t **dp, unsigned *flags)
+{
+    const xp_tl_window_t *w = r->window;
+    if (!w || pt_index >= XP_DIRECT_PTS)
+        return NULL;
+    xp_direct_desc_t *d = xp_direct_desc(w->meta, slot, pt_index);
+    /* (The caller looked at `open` already: xp_direct_maybe.) */
+    if (!r->quiet(r->tl, rank))
+        return NULL;
+    __atomic_fetch_add(&d->inflight, 1, __ATOMIC_SEQ_CST);
+    unsigned f = __atomic_load_n(&d->open, __ATOMIC_ACQUIRE);
+    need |= XP_DIRECT_OPEN;
+    if ((f & need) == need && (d->uid == PTL_UID_ANY || d->uid == uid)) {
+        uint64_t off = d->off, elen = d->len;
+        /* The target's word is trusted no more than its packets are. */
+        if (off <= w->size && elen <= w->size - off && remote_offset <= elen &&
+            len <= elen - remote_offset) {
+            *dp = d;
+            *flags = f;
+            return w->base + off + remote_offset;
+        }
+    }
+    __atomic_fetch_sub(&d->inflight, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static inline void direct_leave(xp_direct_desc_t *d)
+{
+    __atomic_fetch_sub(&d->inflight, 1, __ATOMIC_RELEASE);
+}
+
 int xp_direct_atomic(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
                      uint32_t uid, ptl_size_t remote_offset, ptl_op_t op, ptl_datatype_t dt,
                      const void *data, const void *operand, size_t len, int fetch,
                      void *fetch_out, unsigned *flags)
 {
-    const xp_tl_window_t *w = r->window;
     size_t esize = xp_atomic_type_size(dt);
+    xp_direct_desc_t *d;
     int done = 0;
-    if (!w || pt_index >= XP_DIRECT_PTS || len == 0 || esize == 0 || esize > 8)
+    if (len == 0 || esize == 0 || esize > 8)
         return 0;
-    xp_direct_desc_t *d = xp_direct_desc(w->meta, slot, pt_index);
-    /* (The caller looked at `open` already: xp_direct_maybe.) */
-    if (!r->quiet(r->tl, rank))
+    unsigned char *at = direct_enter(r, rank, slot, pt_index, uid, remote_offset, len,
+                                     fetch ? XP_DIRECT_GET : 0, &d, flags);
+    if (!at)
         return 0;
-    __atomic_fetch_add(&d->inflight, 1, __ATOMIC_SEQ_CST);
-    unsigned f = __atomic_load_n(&d->open, __ATOMIC_ACQUIRE);
-    if ((f & XP_DIRECT_OPEN) && (!fetch || (f & XP_DIRECT_GET)) &&
-        (d->uid == PTL_UID_ANY || d->uid == uid)) {
-        uint64_t off = d->off, elen = d->len;
-        unsigned char *at = w->base + off + remote_offset;
-        /* The target's word is trusted no more than its packets are. */
-        if (off <= w->size && elen <= w->size - off && remote_offset <= elen &&
-            len <= elen - remote_offset && (uintptr_t)at % esize == 0) {
-            done = xp_atomic_apply_word(op, dt, at, data, len, fetch_out) ||
-                   xp_atomic_apply(op, dt, at, data, operand, len, fetch_out) == XP_OK;
-        }
-    }
-    __atomic_fetch_sub(&d->inflight, 1, __ATOMIC_RELEASE);
-    *flags = f;
+    /* Misaligned elements need the target's lock: the ring. */
+    if ((uintptr_t)at % esize == 0)
+        done = xp_atomic_apply_word(op, dt, at, data, len, fetch_out) ||
+               xp_atomic_apply(op, dt, at, data, operand, len, fetch_out) == XP_OK;
+    direct_leave(d);
     return done;
+}
+
+int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
+                  uint32_t uid, ptl_size_t remote_offset, const void *data, size_t len,
+                  unsigned *flags)
+{
+    xp_direct_desc_t *d;
+    if (len > XP_DIRECT_PUT_MAX)
+        return 0;
+    unsigned char *at = direct_enter(r, rank, slot, pt_index, uid, remote_offset, len, 0, &d,
+                                     flags);
+    if (!at)
+        return 0;
+    memcpy(at, data, len);
+    direct_leave(d);
+    return 1;
 }

@@ -1,5 +1,6 @@
 /*
- * ptl/direct.h - atomics applied straight into a peer's shared heap.
+ * ptl/direct.h - atomics and small puts applied straight into a peer's
+ * shared heap.
  *
  * Every local peer maps every process's shared heap (transport/shmheap.h),
  * and the target applies an atomic on aligned 1-8-byte elements with one
@@ -7,7 +8,9 @@
  * entry an atomic would land in lies in the target's heap and asks nothing
  * of the target's CPU (no event, no counter), the initiator can apply the
  * same instruction through its own mapping: one cache-line transfer instead
- * of a request, a handler and a REPLY.
+ * of a request, a handler and a REPLY. A put of up to XP_DIRECT_PUT_MAX
+ * bytes into such an entry is a copy through the mapping in the same way
+ * (the target's handler would make the same copy).
  *
  * The target says which entries qualify: for each (NI slot, PT index) a
  * descriptor in its heap's meta bytes (XP_SHMHEAP_META) describes the head
@@ -36,7 +39,8 @@
  * The initiator posts its own SEND, ACK and REPLY events and counts as the
  * answer would have (ops.c). Everything else - a matching NI, a malloc
  * buffer, events or counts at the target, misaligned or long elements
- * (long double, double complex), a range past the entry - takes the ring.
+ * (long double, double complex), a range past the entry (truncation), a
+ * larger put - takes the ring.
  * XP_SHM_DIRECT=0 turns the path off.
  */
 #ifndef XP_PTL_DIRECT_H
@@ -102,5 +106,16 @@ int xp_direct_atomic(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t 
                      uint32_t uid, ptl_size_t remote_offset, ptl_op_t op, ptl_datatype_t dt,
                      const void *data, const void *operand, size_t len, int fetch,
                      void *fetch_out, unsigned *flags);
+
+/* Largest put taken directly: the ring's paths share bigger copies between
+ * both processes (transport/shm_split.c) and keep PtlPut short. */
+#define XP_DIRECT_PUT_MAX 4096
+
+/* The same for a put of len bytes (at most XP_DIRECT_PUT_MAX) of `data`:
+ * copied into the entry through our mapping. 1: written; 0: nothing
+ * touched, send it. */
+int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
+                  uint32_t uid, ptl_size_t remote_offset, const void *data, size_t len,
+                  unsigned *flags);
 
 #endif

@@ -857,6 +857,46 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
 
 /* PtlPut after its argument checks, with the full header: every case but
  * the compact one. */
+/* A put of at most XP_DIRECT_PUT_MAX bytes straight into the target's
+ * shared heap (ptl/direct.h), when its descriptor allows: the copy, then the
+ * SEND event and the ACK the target would have sent, in that order. 1:
+ * done; 0: nothing happened, send it. The caller has checked the MD range
+ * and ack_req. */
+static __attribute__((noinline)) int
+put_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *md,
+           ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+           ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+           void *user_ptr, ptl_hdr_data_t hdr_data)
+{
+    if (length > XP_DIRECT_PUT_MAX)
+        return 0;
+    unsigned char buf[md->region.iov ? length : 1];
+    const void *data = (const char *)md->region.start + local_offset;
+    unsigned flags;
+    if (md->region.iov) {
+        xp_region_read(&md->region, local_offset, buf, length);
+        data = buf;
+    }
+    if (!xp_direct_put(r, rank, md->ni->slot, pt_index, st->uid, remote_offset, data, length,
+                       &flags))
+        return 0;
+    int acked = ack_req != PTL_NO_ACK_REQ && !(flags & XP_DIRECT_NOACK);
+    if (!acked && !send_noticed(md))
+        return 1;
+    xp_pkt_t h;
+    pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+             length);
+    h.ack_req = (uint8_t)ack_req;
+    h.local_offset = local_offset;
+    h.mlength = length;
+    h.ptl_list = PTL_PRIORITY_LIST;
+    if (send_noticed(md))
+        send_done(md, PTL_NI_OK, user_ptr, &h, local_offset);
+    if (acked)
+        ack_done(md, &h, user_ptr);
+    return 1;
+}
+
 static __attribute__((noinline, cold)) int
 put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl_size_t length,
          ptl_ack_req_t ack_req, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
@@ -868,6 +908,11 @@ put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl
     const void *payload = (const char *)((uintptr_t)md->region.start + local_offset);
     xp_status_t rc;
 
+    r = st->direct ? xp_tl_route(rank) : NULL;
+    if (r && xp_direct_maybe(r, md->ni->slot, pt_index) &&
+        put_direct(st, r, rank, md, local_offset, length, ack_req, pt_index, match_bits,
+                   remote_offset, user_ptr, hdr_data))
+        return PTL_OK;
     pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
              length);
     h.ack_req = (uint8_t)ack_req;
@@ -1094,6 +1139,12 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     const void *payload = (const char *)((uintptr_t)md->region.start + local_offset);
     uint8_t slot = md->slot;
     uint32_t uid = st->uid;
+    /* Straight into the target's shared heap when it publishes the entry
+     * (one load of a line nobody writes when it does not). */
+    if (__builtin_expect(st->direct && xp_direct_maybe(r, slot, pt_index), 0) &&
+        put_direct(st, r, rank, md, local_offset, length, ack_req, pt_index, match_bits,
+                   remote_offset, user_ptr, hdr_data))
+        return PTL_OK;
     if (ack_req != PTL_NO_ACK_REQ)
         xp_md_expect(md);
     /* Written in place in the peer's ring when the route lets this thread

@@ -36,15 +36,17 @@ typedef struct xp_pt {
     int allocated;
     int enabled;
     unsigned int options;
+    /* What this PT's descriptor for direct access says (ptl/direct.h): its
+     * XP_DIRECT_* flags (0: closed) and the handle of the entry it
+     * describes. (In the holes before eq and table: the handler's lines
+     * keep their places.) */
+    unsigned int direct_flags;
     struct xp_eq *eq;
     ptl_handle_eq_t eq_handle;
+    ptl_handle_any_t direct_handle;
     xp_match_table_t table;
     xp_pool_t uh_pool;      /* unexpected headers (xp_uh_t); with the table */
     int table_ready;
-    /* What this PT's descriptor for direct atomics says (ptl/direct.h):
-     * the entry it describes and its XP_DIRECT_* flags (0: closed). */
-    struct xp_le *direct_le;
-    unsigned direct_flags;
 } xp_pt_t;
 
 /* Where an entry stands with a triggered append (PtlTriggeredMEAppend,

@@ -1,6 +1,6 @@
 /*
- * mp_direct - atomics applied by the initiator straight into the target's
- * shared heap (ptl/direct.h), and everything that must keep them off it.
+ * mp_direct - atomics and small puts applied by the initiator straight into
+ * the target's shared heap (ptl/direct.h), and what must keep them off it.
  *
  * Rank 0 is the target; it posts LEs on a non-matching NI, most over
  * memory from its xp_shmalloc heap. Every other rank is an initiator.
@@ -10,13 +10,14 @@
  *     values increase), then a fetch with a REPLY event, an atomic with
  *     SEND and ACK events, counting ACKs, PtlSwap (SWAP, CSWAP hit and
  *     miss), a plain atomic on an entry without OP_GET and one on an entry
- *     with ACK_DISABLE (SEND, no ACK). Rank 0 watches the words; without
- *     the direct path it would wait for its deadline.
+ *     with ACK_DISABLE (SEND, no ACK), puts with an ACK, without, and with
+ *     a counting ACK (none from ACK_DISABLE). Rank 0 watches the words;
+ *     without the direct path it would wait for its deadline.
  *  B. Direct and ring atomics on one word at once: one entry qualifies,
  *     another over the same memory counts (so the target's handler applies
  *     its atomics); the initiators alternate; the sum is exact.
- *  C. Order: a put through the ring, then at once a fetch of the same word
- *     returns the value put.
+ *  C. Order: a put through the ring (a counting entry over the same
+ *     memory), then at once a fetch of the same word returns the value put.
  *  D. Unlink while the initiators hammer the entry: once PtlLEUnlink
  *     returns the word never changes again, and it holds exactly the
  *     fetch-adds that were answered with success.
@@ -256,6 +257,27 @@ static void phase_a_initiator(ctx_t *c)
     XP_REQUIRE(PtlAtomic(c->md_ev, 8, 8, PTL_ACK_REQ, c->target, PT_NA, 0, own, NULL, 0,
                          PTL_SUM, PTL_UINT64_T) == PTL_OK);
     ev_next(c, PTL_EVENT_SEND);
+    /* Puts: with an ACK (SEND, then ACK), 40 bytes without, a counting ACK
+     * through PtlPut's compact path; a fetch reads the first back. */
+    c->lbuf[4] = 0x1234;
+    XP_REQUIRE(PtlPut(c->md_ev, 32, 8, PTL_ACK_REQ, c->target, PT_D, 0, own + 16, (void *)c,
+                      0) == PTL_OK);
+    ev = ev_next(c, PTL_EVENT_SEND);
+    XP_CHECK(ev.user_ptr == (void *)c);
+    XP_CHECK_EQ(ct_next(c->ect, &c->nect), 0);
+    ev = ev_next(c, PTL_EVENT_ACK);
+    XP_CHECK_EQ(ev.mlength, 8);
+    XP_CHECK_EQ(ev.remote_offset, own + 16);
+    for (int i = 0; i < 5; i++)
+        c->lbuf[8 + i] = ((uint64_t)c->rank << 8) | (uint64_t)i;
+    XP_REQUIRE(PtlPut(c->md_ct, 64, 40, PTL_NO_ACK_REQ, c->target, PT_D, 0, own + 24, NULL, 0) ==
+               PTL_OK);
+    XP_CHECK_EQ(fadd(c, PT_D, own + 24, 0, NULL), (uint64_t)c->rank << 8);
+    XP_REQUIRE(PtlPut(c->md_ct, 32, 8, PTL_CT_ACK_REQ, c->target, PT_NA, 0, own + 16, NULL, 0) ==
+               PTL_OK);
+    XP_REQUIRE(PtlPut(c->md_ct, 32, 8, PTL_CT_ACK_REQ, c->target, PT_D, 0, own + 16, NULL, 0) ==
+               PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0); /* (PT_NA's ACK_DISABLE: no count) */
     /* Done: rank 0 sees this count while it still makes no call. */
     fadd(c, PT_D, W_DONE * 8, 1, NULL);
 }
@@ -274,8 +296,12 @@ static void phase_a(ctx_t *c)
     if (c->rank == 0) {
         for (int r = 1; r < c->size; r++) {
             XP_CHECK_EQ(region(c, 0)[W_OWN(r)], 9);
+            XP_CHECK_EQ(region(c, 0)[W_OWN(r) + 2], 0x1234);
+            for (int i = 0; i < 5; i++)
+                XP_CHECK_EQ(region(c, 0)[W_OWN(r) + 3 + i], ((uint64_t)r << 8) | (uint64_t)i);
             XP_CHECK_EQ(region(c, 4)[W_OWN(r)], 3);
             XP_CHECK_EQ(region(c, 5)[W_OWN(r)], 3);
+            XP_CHECK_EQ(region(c, 5)[W_OWN(r) + 2], 0x1234);
         }
     } else {
         XP_CHECK_EQ(PtlEQGet(c->ieq, &ev), PTL_EQ_EMPTY); /* no ACK from PT_NA */
@@ -308,8 +334,9 @@ static void phase_c(ctx_t *c)
         for (uint64_t k = 1; k <= NC; k++) {
             uint64_t v = ((uint64_t)c->rank << 32) | k;
             c->lbuf[3] = v;
-            /* No ACK: nothing but the target's handler orders the two. */
-            XP_REQUIRE(PtlPut(c->md_ct, 24, 8, PTL_NO_ACK_REQ, c->target, PT_D, 0, off, NULL,
+            /* Through PT_R (counted: the ring) with no ACK: nothing but the
+             * target's handler orders the two. */
+            XP_REQUIRE(PtlPut(c->md_ct, 24, 8, PTL_NO_ACK_REQ, c->target, PT_R, 0, off, NULL,
                               0) == PTL_OK);
             uint64_t got = fadd(c, PT_D, off, 0, NULL);
             if (got != v) {
