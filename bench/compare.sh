@@ -231,7 +231,9 @@ ucx_at() {
 
 # ------------------------------------------------------------------ trials
 # Candidates per measurement: name and the command that measures it.
-#   lat:     one-way latency (µs), half a ping-pong round trip
+#   lat:     one-way latency (µs), half a ping-pong round trip; *_put: puts
+#            into the peer's mapped memory, polled there (xportals_put: our
+#            shared heap, 8 B only)
 #   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages
 #   msgrate: messages per second, windows of 256 messages of 8 B
 #   fadd:    8-byte fetch-add round trip (µs), one operation at a time;
@@ -249,7 +251,7 @@ impls_of() {
         x=$out
     fi
     case "$1" in
-    lat) echo "$x mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
+    lat) echo "$x xportals_put mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
     bw) echo "$x mpich openmpi ucx_tag ucx_put" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
     fadd) echo "$x xportals_heap mpich openmpi ucx" ;;
@@ -273,6 +275,9 @@ command_for() {
     case "$b/$i" in
     lat/xportals_le) xp ptl_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/xportals_me) xp ptl_pingpong --me $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/xportals_put) # 8 B puts into the peer's shared heap, both sides polling the
+        # flag in memory (ptl/direct.h's copy through the mapping), as ucx_put
+        xp ptl_flag_pingpong --heap --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/mpich) mpich --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/mpich_put) mpich --mode put_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/openmpi) openmpi --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
@@ -469,7 +474,7 @@ table() {
                     st = states[q]
                     if (!((b, sz[x], st) in seen)) continue
                     printf "| %s | %s |", human(sz[x]), st
-                    bx = ""; bp = ""; bpn = ""; bm = ""; bmn = ""
+                    bx = ""; bxm = ""; bp = ""; bpn = ""; bm = ""; bmn = ""
                     for (k = 1; k <= ni; k++) {
                         key = b SUBSEP sz[x] SUBSEP st SUBSEP il[k]
                         if (!(key in cnt)) { printf " - |"; continue }
@@ -477,13 +482,15 @@ table() {
                         printf " %s (%d) |", fmt(b, m), cnt[key]
                         if (il[k] ~ /^xportals/) {
                             if (bx == "" || better(b, m, bx)) bx = m
+                            # messages against messages: not our puts into mapped memory
+                            if (il[k] !~ /_put$/ && (bxm == "" || better(b, m, bxm))) bxm = m
                             continue
                         }
                         if (bp == "" || better(b, m, bp)) { bp = m; bpn = il[k] }
                         if (il[k] !~ /_put$/ && (bm == "" || better(b, m, bm))) { bm = m; bmn = il[k] }
                     }
                     cell(b, bx, bp, bpn)
-                    if (twosided) cell(b, bx, bm, bmn)
+                    if (twosided) cell(b, bxm, bm, bmn)
                     printf "\n"
                 }
             }

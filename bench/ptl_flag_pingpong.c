@@ -12,8 +12,15 @@
  *                measures its wake-up and how soon it gives the CPU back.
  *                Needs XP_PROGRESS=thread (skipped with inline progress).
  *
- *   xprun -n 2 ptl_flag_pingpong [--iters 20000] [--reps 11]
+ * With --heap the flags lie in the shared heap (xp_shmalloc) and their LEs
+ * count nothing (OpenSHMEM's hard polling on a heap the library maps): the
+ * puts are copies through the initiator's mapping (ptl/direct.h), what the
+ * peers' puts into a mapped segment are; only wait=memory runs.
+ *
+ *   xprun -n 2 ptl_flag_pingpong [--iters 20000] [--reps 11] [--heap]
  */
+#include <xportals/shmem.h>
+
 #include "bench_common.h"
 
 enum { FLAG_PT = 3 };
@@ -81,10 +88,11 @@ static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
         long n = b->reps * b->iters;
         bench_stats_t st = bench_stats(v, b->reps);
         qsort(rt, (size_t)n, sizeof(*rt), bench_cmp_double);
-        printf("bench=ptl_flag_pingpong wait=%s size=8 iters=%ld reps=%ld median_us=%.3f "
-               "min_us=%.3f p90_us=%.3f iter_p50_us=%.3f iter_p99_us=%.3f iter_max_us=%.1f\n",
-               by_ct ? "ct" : "memory", b->iters, b->reps, st.median, st.min, st.p90,
-               rt[n / 2], rt[n * 99 / 100], rt[n - 1]);
+        printf("bench=ptl_flag_pingpong wait=%s target=%s size=8 iters=%ld reps=%ld "
+               "median_us=%.3f min_us=%.3f p90_us=%.3f iter_p50_us=%.3f iter_p99_us=%.3f "
+               "iter_max_us=%.1f\n",
+               by_ct ? "ct" : "memory", b->heap ? "heap" : "malloc", b->iters, b->reps,
+               st.median, st.min, st.p90, rt[n / 2], rt[n * 99 / 100], rt[n - 1]);
         fflush(stdout);
     }
     free(rt);
@@ -95,7 +103,7 @@ int main(int argc, char **argv)
 {
     bench_t b = { .min_size = 8, .max_size = 8, .iters = 20000, .warmup = 200, .reps = 11,
                   .window = 1 };
-    bench_init(&b, argc, argv, NULL);
+    bench_init(&b, argc, argv, "[--heap]");
     const char *mode = getenv("XP_PROGRESS");
     int progress_thread = !mode || !strcmp(mode, "thread");
     int active = b.rank < 2 && b.size >= 2;
@@ -104,19 +112,21 @@ int main(int argc, char **argv)
 
     ptl_handle_ni_t ni = bench_ni(0, 64);
     flag_pp_t f;
-    f.flag = bench_alloc(sizeof(uint64_t));
+    f.flag = b.heap ? xp_shmalloc(sizeof(uint64_t)) : bench_alloc(sizeof(uint64_t));
     f.src = bench_alloc(sizeof(uint64_t));
+    if (!f.flag)
+        bench_die("xp_shmalloc (--heap)", PTL_NO_SPACE);
     *f.flag = 0;
     BENCH_CHECK(PtlCTAlloc(ni, &f.ct));
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, FLAG_PT, &f.pt));
-    ptl_handle_any_t le = bench_post(ni, 0, f.pt, (void *)f.flag, sizeof(uint64_t), f.ct, 0,
-                                     bench_peer(0), 0);
+    ptl_handle_any_t le = bench_post(ni, 0, f.pt, (void *)f.flag, sizeof(uint64_t),
+                                     b.heap ? PTL_CT_NONE : f.ct, 0, bench_peer(0), 0);
     /* VOLATILE: the source word is rewritten as soon as each put returns. */
     f.md = bench_md(ni, f.src, sizeof(uint64_t), PTL_MD_VOLATILE, PTL_CT_NONE);
     bench_barrier(&b);
 
     uint64_t next = 0;
-    if (active)
+    if (active && !b.heap) /* (the heap's LE has no counter to wait on) */
         run(&b, &f, 1, &next);
     bench_barrier(&b);
     if (active && progress_thread)
@@ -130,7 +140,10 @@ int main(int argc, char **argv)
     PtlPTFree(ni, f.pt);
     PtlCTFree(f.ct);
     PtlNIFini(ni);
-    free((void *)f.flag);
+    if (b.heap)
+        xp_shfree((void *)f.flag);
+    else
+        free((void *)f.flag);
     free(f.src);
     bench_fini(&b);
     return 0;
