@@ -6,6 +6,7 @@
 #include "ptl/direct.h"
 #include "ptl/engine.h"
 #include "ptl/pt.h"
+#include "transport/inplace.h" /* xp_tl_copy_small */
 #include "transport/shmheap.h"
 #include "util/atomic.h"
 
@@ -154,7 +155,12 @@ int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_
                                      flags);
     if (!at)
         return 0;
-    memcpy(at, data, len);
+    /* (A small put is a flag or a word more often than not: no library
+     * call, and an aligned 8-byte one is one store, as the handler's.) */
+    if (len <= 64)
+        xp_tl_copy_small(at, data, len);
+    else
+        memcpy(at, data, len);
     direct_leave(d);
     return 1;
 }
