@@ -267,6 +267,10 @@ typedef struct xp_ptl_state {
     /* Bumped (xp_put_memo_forget) whenever what a memo holds may go: an MD
      * freed, an NI's map set, an NI destroyed, the transports closed. */
     uint64_t put_epoch;      /* 64 bits: never wraps in practice */
+    /* xp_tl_own_window() since the transports started (ptl/direct.h: the
+     * target's descriptors), NULL: none. Last, so that no field above
+     * moves against the cache lines. */
+    const struct xp_tl_window *own_window;
 } xp_ptl_state_t;
 
 /* Every route memo is stale from now on. */

@@ -105,6 +105,7 @@ static xp_status_t first_init(xp_ptl_state_t *st)
         xp_error("PtlInit: transports failed to start: %s", xp_status_string(rc));
         goto err_tables;
     }
+    st->own_window = xp_tl_own_window();
     rc = xp_ptl_progress_start();
     if (rc != XP_OK)
         goto err_tl;
@@ -167,6 +168,7 @@ void PtlFini(void)
     }
     xp_eng_flush_deferred();
     xp_tl_fini();
+    st->own_window = NULL; /* (the NIs above closed their descriptors) */
     tables_fini(st);
     xp_ptl_objects_fini(); /* CT and EQ tables, with any CT/EQ left allocated */
     pthread_mutex_unlock(&st->lock);

@@ -855,8 +855,6 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
     return PTL_OK;
 }
 
-/* PtlPut after its argument checks, with the full header: every case but
- * the compact one. */
 /* A put of at most XP_DIRECT_PUT_MAX bytes straight into the target's
  * shared heap (ptl/direct.h), when its descriptor allows: the copy, then the
  * SEND event and the ACK the target would have sent, in that order. 1:
@@ -897,6 +895,8 @@ put_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *md,
     return 1;
 }
 
+/* PtlPut after its argument checks, with the full header: every case but
+ * the compact one. */
 static __attribute__((noinline, cold)) int
 put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl_size_t length,
          ptl_ack_req_t ack_req, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
