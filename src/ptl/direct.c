@@ -9,6 +9,8 @@
 #include "transport/inplace.h" /* xp_tl_copy_small */
 #include "transport/shmheap.h"
 #include "util/atomic.h"
+#include "util/clock.h"
+#include "util/log.h"
 
 _Static_assert(sizeof(xp_direct_desc_t) == 64, "one descriptor per cache line");
 _Static_assert((size_t)XP_PTL_NI_SLOTS * XP_DIRECT_PTS * sizeof(xp_direct_desc_t) <=
@@ -41,19 +43,39 @@ static unsigned head_flags(const xp_ni_t *ni, xp_pt_t *pt, const xp_tl_window_t 
            ((f & XP_LE_FAST_NOACK) ? XP_DIRECT_NOACK : 0);
 }
 
-/* Close d: from the return on, no initiator touches what it described. */
-static void desc_close(xp_direct_desc_t *d)
+/* How long a close waits for initiators in flight before it asks whether
+ * one of them died inside its access (then its count never drops). */
+#define CLOSE_PATIENCE_NS 1000000000ull
+
+/* Close d (PT pt_index): from the return on, no initiator touches what it
+ * described. The wait ends early only when, after CLOSE_PATIENCE_NS, a peer
+ * is found dead: a dead process writes nothing, and one that died in its
+ * access would hold the count forever. */
+static void desc_close(xp_direct_desc_t *d, ptl_pt_index_t pt_index)
 {
     unsigned spins = 0;
+    uint64_t since = 0;
     __atomic_store_n(&d->open, 0, __ATOMIC_RELAXED);
     xp_fence(); /* the store before the look at inflight (the handshake) */
     while (__atomic_load_n(&d->inflight, __ATOMIC_ACQUIRE) != 0) {
         /* An initiator is between two instructions; one that lost its CPU
          * needs ours (oversubscribed nodes). */
-        if (++spins % 64 == 0)
-            sched_yield();
-        else
+        if (++spins % 64 != 0) {
             xp_cpu_relax();
+            continue;
+        }
+        sched_yield();
+        uint64_t now = xp_time_ns();
+        if (!since) {
+            since = now;
+        } else if (now - since > CLOSE_PATIENCE_NS) {
+            if (xp_tl_peers_lost()) {
+                xp_warn("portal index %u: a peer died inside a direct access to it; "
+                        "not waiting for it any longer", (unsigned)pt_index);
+                return;
+            }
+            since = now;
+        }
     }
 }
 
@@ -72,7 +94,7 @@ void xp_direct_sync(xp_ni_t *ni, xp_pt_t *pt)
         return;
     xp_direct_desc_t *d = xp_direct_desc(w->meta, ni->slot, (ptl_pt_index_t)(pt - ni->pt));
     if (pt->direct_flags)
-        desc_close(d);
+        desc_close(d, (ptl_pt_index_t)(pt - ni->pt));
     pt->direct_flags = f;
     if (!f)
         return;

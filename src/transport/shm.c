@@ -784,6 +784,18 @@ static int shm_quiet(xp_tl_t *tl, int rank)
     return 1;
 }
 
+/* Has a peer that maps our heap died? (Every reachable local peer does.) */
+static int shm_peers_lost(xp_tl_t *tl)
+{
+    shm_tl_t *s = (shm_tl_t *)tl;
+    for (int r = 0; r < s->size; r++) {
+        shm_peer_t *p = &s->peers[r];
+        if (r != s->rank && p->ring && p->pid > 0 && !xp_pid_alive(p->pid))
+            return 1;
+    }
+    return 0;
+}
+
 xp_shmheap_t *xp_shm_heap(void)
 {
     shm_tl_t *s = (shm_tl_t *)xp_tl_instance(&xp_tl_shm_ops);
@@ -827,4 +839,5 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .eager_max = shm_eager_max,
     .window = shm_window,
     .quiet = shm_quiet,
+    .peers_lost = shm_peers_lost,
 };

@@ -417,6 +417,17 @@ const xp_tl_window_t *xp_tl_own_window(void)
     return NULL;
 }
 
+int xp_tl_peers_lost(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    for (int i = 0; st && i < st->nopen; i++) {
+        const xp_tl_ops_t *ops = st->open[i].ops;
+        if (OPS_HAS(ops, peers_lost) && ops->peers_lost(st->open[i].tl))
+            return 1;
+    }
+    return 0;
+}
+
 xp_tl_t *xp_tl_instance(const xp_tl_ops_t *ops)
 {
     struct xp_tl_state *st = xp_ctx.tl;

@@ -181,6 +181,9 @@ typedef struct xp_tl_ops {
      * each), so that a direct access to its memory now comes after them.
      * Answers (send_excl) are not counted. Cheap; any thread. */
     int (*quiet)(xp_tl_t *tl, int rank);
+    /* Nonzero if a peer that maps our window has died (checked now; slow:
+     * for a caller that has waited on its peers for a long time). */
+    int (*peers_lost)(xp_tl_t *tl);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -366,6 +369,8 @@ int xp_tl_direct_theirs(int rank, const struct iovec *segs, int n);
  * transport that has one, NULL: none (the engine publishes descriptors in
  * its meta bytes: ptl/direct.h). */
 const xp_tl_window_t *xp_tl_own_window(void);
+/* Nonzero if any open transport's peers_lost says so. */
+int xp_tl_peers_lost(void);
 /* The process doorbell (in shared memory, so peers can ring it). Senders
  * only pay for seq++ and a futex wake when `sleepers` is nonzero. With
  * XP_SHM_ASYM_FENCE=1, shm senders do not even fence before looking (the

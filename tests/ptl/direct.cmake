@@ -13,3 +13,9 @@ endif()
 # The close handshake alone, one process, two threads (test_direct_close.c).
 xp_test(test_direct_close SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_direct_close.c LIBS xp_ptl
         TIMEOUT 60 LABELS ptl)
+# A peer that dies inside a direct access: the target's close gives up
+# waiting once it finds the peer dead (mp_direct_dead.c).
+if(TARGET xprun)
+  xp_mp_test(mp_direct_dead NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_direct_dead.c LIBS xp_ptl
+             TIMEOUT 30 LABELS ptl ENV XP_PROGRESS=inline)
+endif()
