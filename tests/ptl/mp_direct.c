@@ -11,7 +11,8 @@
  *     SEND and ACK events, counting ACKs, PtlSwap (SWAP, CSWAP hit and
  *     miss), a plain atomic on an entry without OP_GET and one on an entry
  *     with ACK_DISABLE (SEND, no ACK), puts with an ACK, without, and with
- *     a counting ACK (none from ACK_DISABLE). Rank 0 watches the words;
+ *     a counting ACK (none from ACK_DISABLE), a put and a 3-word fetch-add
+ *     from and into an iovec MD. Rank 0 watches the words;
  *     without the direct path it would wait for its deadline.
  *  B. Direct and ring atomics on one word at once: one entry qualifies,
  *     another over the same memory counts (so the target's handler applies
@@ -79,6 +80,9 @@ typedef struct ctx {
     ptl_handle_eq_t ieq;
     ptl_handle_ct_t ict, ect;
     ptl_handle_md_t md_ct, md_ev; /* CT only (the one-word fast path); EQ and CT */
+    uint64_t ia[2], ib[3];        /* the two pieces of md_iov */
+    ptl_iovec_t iov[2];
+    ptl_handle_md_t md_iov;       /* PTL_IOVEC over ia and ib (40 bytes), counting on ict */
     uint64_t nct, nect;           /* successes so far on ict, ect */
 } ctx_t;
 
@@ -128,6 +132,11 @@ static void initiator_setup(ctx_t *c)
     md.eq_handle = c->ieq;
     md.ct_handle = c->ect;
     XP_REQUIRE(PtlMDBind(c->ni, &md, &c->md_ev) == PTL_OK);
+    c->iov[0] = (ptl_iovec_t){ .iov_base = c->ia, .iov_len = sizeof c->ia };
+    c->iov[1] = (ptl_iovec_t){ .iov_base = c->ib, .iov_len = sizeof c->ib };
+    md = (ptl_md_t){ .start = c->iov, .length = 2, .eq_handle = PTL_EQ_NONE, .ct_handle = c->ict,
+                     .options = PTL_IOVEC | PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK };
+    XP_REQUIRE(PtlMDBind(c->ni, &md, &c->md_iov) == PTL_OK);
 }
 
 /* Wait for the count of the one operation in flight on ct (*n successes
@@ -278,6 +287,18 @@ static void phase_a_initiator(ctx_t *c)
     XP_REQUIRE(PtlPut(c->md_ct, 32, 8, PTL_CT_ACK_REQ, c->target, PT_D, 0, own + 16, NULL, 0) ==
                PTL_OK);
     XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0); /* (PT_NA's ACK_DISABLE: no count) */
+    /* From and into an iovec MD: a 24-byte put across its two pieces, then a
+     * fetch-add of 3 words from its start whose old values land in the
+     * second piece. */
+    c->ia[0] = 11, c->ia[1] = 12, c->ib[0] = 13, c->ib[1] = 14, c->ib[2] = 15;
+    XP_REQUIRE(PtlPut(c->md_iov, 8, 24, PTL_NO_ACK_REQ, c->target, PT_NA, 0, own + 24, NULL,
+                      0) == PTL_OK);
+    XP_REQUIRE(PtlFetchAtomic(c->md_iov, 16, c->md_iov, 0, 24, c->target, PT_NA, 0, own + 24,
+                              NULL, 0, PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    XP_CHECK_EQ(c->ib[0], 12); /* the old values, what the put left, over 13 14 15 */
+    XP_CHECK_EQ(c->ib[1], 13);
+    XP_CHECK_EQ(c->ib[2], 14);
     /* Done: rank 0 sees this count while it still makes no call. */
     fadd(c, PT_D, W_DONE * 8, 1, NULL);
 }
@@ -302,6 +323,10 @@ static void phase_a(ctx_t *c)
             XP_CHECK_EQ(region(c, 4)[W_OWN(r)], 3);
             XP_CHECK_EQ(region(c, 5)[W_OWN(r)], 3);
             XP_CHECK_EQ(region(c, 5)[W_OWN(r) + 2], 0x1234);
+            /* the iovec put and the fetch-add of (11, 12, 13) on it */
+            XP_CHECK_EQ(region(c, 5)[W_OWN(r) + 3], 12 + 11);
+            XP_CHECK_EQ(region(c, 5)[W_OWN(r) + 4], 13 + 12);
+            XP_CHECK_EQ(region(c, 5)[W_OWN(r) + 5], 14 + 13);
         }
     } else {
         XP_CHECK_EQ(PtlEQGet(c->ieq, &ev), PTL_EQ_EMPTY); /* no ACK from PT_NA */
