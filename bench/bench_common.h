@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <xportals/shmem.h>
 #include <xportals/xp.h>
 
 /* Portal table index of the barrier on its non-matching NI. */
@@ -34,7 +35,7 @@ typedef struct {
     long   iters, warmup, reps, window, queue, posted;
     long   bits;           /* ping-pong match bits; -1: the default, 0x42 */
     int    use_me, any_source;
-    int    heap;           /* --heap: the target buffer from xp_shmalloc */
+    int    heap;           /* --heap: buffers from xp_shmalloc (benchmarks that list it) */
     /* identity */
     int rank, size;
     /* barrier */
@@ -364,6 +365,27 @@ static inline void *bench_alloc(size_t len)
     return p;
 }
 
+/* A buffer of a streaming benchmark: from the shared heap with --heap
+ * (xp_shmalloc: peers copy it through their mapping), else bench_alloc's. */
+static inline void *bench_alloc_buf(const bench_t *b, size_t len)
+{
+    if (!b->heap)
+        return bench_alloc(len);
+    void *p = xp_shmalloc(len ? len : 8);
+    if (!p)
+        bench_die("xp_shmalloc (--heap)", PTL_NO_SPACE);
+    memset(p, 0, len ? len : 8);
+    return p;
+}
+
+static inline void bench_free_buf(const bench_t *b, void *p)
+{
+    if (b->heap)
+        xp_shfree(p);
+    else
+        free(p);
+}
+
 /* Iterations for one size: fewer for large messages so a run stays short. */
 static inline long bench_iters_for(const bench_t *b, size_t size)
 {
@@ -475,7 +497,7 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     ptl_handle_ct_t rct, act;
     ptl_ct_event_t ev;
     int active = b->rank < 2 && b->size >= 2;
-    char *rbuf = bench_alloc(b->max_size), *sbuf = bench_alloc(b->max_size);
+    char *rbuf = bench_alloc_buf(b, b->max_size), *sbuf = bench_alloc_buf(b, b->max_size);
     double *v = calloc((size_t)b->reps, sizeof(*v));
     uint64_t count = 0;
 
@@ -526,8 +548,8 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     PtlCTFree(rct);
     PtlNIFini(ni);
     free(v);
-    free(rbuf);
-    free(sbuf);
+    bench_free_buf(b, rbuf);
+    bench_free_buf(b, sbuf);
 }
 
 #endif

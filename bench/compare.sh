@@ -234,7 +234,8 @@ ucx_at() {
 #   lat:     one-way latency (µs), half a ping-pong round trip; *_put: puts
 #            into the peer's mapped memory, polled there (xportals_put: our
 #            shared heap, 8 B only)
-#   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages
+#   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages (xportals_heap:
+#            both buffers in our shared heap)
 #   msgrate: messages per second, windows of 256 messages of 8 B
 #   fadd:    8-byte fetch-add round trip (µs), one operation at a time;
 #            xportals: a stack word through the target's ring and handler,
@@ -252,7 +253,7 @@ impls_of() {
     fi
     case "$1" in
     lat) echo "$x xportals_put mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
-    bw) echo "$x mpich openmpi ucx_tag ucx_put" ;;
+    bw) echo "$x xportals_heap mpich openmpi ucx_tag ucx_put" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
     fadd) echo "$x xportals_heap mpich openmpi ucx" ;;
     get) echo "$x mpich openmpi" ;;
@@ -290,6 +291,8 @@ command_for() {
                 -D "$([ "$s" -le 64 ] && echo short || echo bcopy)" || return 1
         done ;;
     bw/xportals) xp ptl_bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
+    bw/xportals_heap) # both buffers in the shared heap: the target copies through its mapping
+        xp ptl_bw --heap --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
     bw/mpich) mpich --mode bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
     bw/openmpi) openmpi --mode bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
     bw/ucx_tag)
@@ -482,8 +485,9 @@ table() {
                         printf " %s (%d) |", fmt(b, m), cnt[key]
                         if (il[k] ~ /^xportals/) {
                             if (bx == "" || better(b, m, bx)) bx = m
-                            # messages against messages: not our puts into mapped memory
-                            if (il[k] !~ /_put$/ && (bxm == "" || better(b, m, bxm))) bxm = m
+                            # messages against messages: not our puts into mapped
+                            # memory, nor copies from and into our shared heap
+                            if (il[k] !~ /_put$|_heap$/ && (bxm == "" || better(b, m, bxm))) bxm = m
                             continue
                         }
                         if (bp == "" || better(b, m, bp)) { bp = m; bpn = il[k] }
