@@ -11,8 +11,6 @@
  *
  *   xprun -n 2 ptl_atomic_lat [--iters 10000] [--reps 11] [--heap]
  */
-#include <xportals/shmem.h>
-
 #include "bench_common.h"
 
 int main(int argc, char **argv)
@@ -27,15 +25,12 @@ int main(int argc, char **argv)
     ptl_handle_ct_t tct, rct;
     ptl_ct_event_t ev;
     uint64_t local_target = 0, operand = 1, result = 0, count = 0;
-    uint64_t *target = b.heap ? xp_shmalloc(sizeof(*target)) : &local_target;
+    uint64_t *target = b.heap ? bench_alloc_buf(&b, sizeof(*target)) : &local_target;
     double *v = calloc((size_t)b.reps, sizeof(*v));
     int active = b.rank < 2 && b.size >= 2;
 
     if (b.size < 2 && b.rank == 0)
         fprintf(stderr, "ptl_atomic_lat: needs 2 processes (xprun -n 2)\n");
-    if (!target)
-        bench_die("xp_shmalloc (--heap)", PTL_NO_SPACE);
-    *target = 0;
     BENCH_CHECK(PtlCTAlloc(ni, &tct));
     BENCH_CHECK(PtlCTAlloc(ni, &rct));
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt));
@@ -84,7 +79,7 @@ int main(int argc, char **argv)
     PtlCTFree(tct);
     PtlNIFini(ni);
     if (b.heap)
-        xp_shfree(target);
+        bench_free_buf(&b, target);
     free(v);
     bench_fini(&b);
     return 0;

@@ -19,8 +19,6 @@
  *
  *   xprun -n 2 ptl_flag_pingpong [--iters 20000] [--reps 11] [--heap]
  */
-#include <xportals/shmem.h>
-
 #include "bench_common.h"
 
 enum { FLAG_PT = 3 };
@@ -112,11 +110,8 @@ int main(int argc, char **argv)
 
     ptl_handle_ni_t ni = bench_ni(0, 64);
     flag_pp_t f;
-    f.flag = b.heap ? xp_shmalloc(sizeof(uint64_t)) : bench_alloc(sizeof(uint64_t));
+    f.flag = bench_alloc_buf(&b, sizeof(uint64_t)); /* (zeroed) */
     f.src = bench_alloc(sizeof(uint64_t));
-    if (!f.flag)
-        bench_die("xp_shmalloc (--heap)", PTL_NO_SPACE);
-    *f.flag = 0;
     BENCH_CHECK(PtlCTAlloc(ni, &f.ct));
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, FLAG_PT, &f.pt));
     ptl_handle_any_t le = bench_post(ni, 0, f.pt, (void *)f.flag, sizeof(uint64_t),
@@ -140,10 +135,7 @@ int main(int argc, char **argv)
     PtlPTFree(ni, f.pt);
     PtlCTFree(f.ct);
     PtlNIFini(ni);
-    if (b.heap)
-        xp_shfree((void *)f.flag);
-    else
-        free((void *)f.flag);
+    bench_free_buf(&b, (void *)f.flag);
     free(f.src);
     bench_fini(&b);
     return 0;

@@ -33,9 +33,10 @@ static unsigned head_flags(const xp_ni_t *ni, xp_pt_t *pt, const xp_tl_window_t 
     xp_le_t *le = e->user;
     unsigned f = le->fast;
     uintptr_t start = (uintptr_t)le->region.start;
+    /* (An entry in a list is live: a triggered append links it only when
+     * it fires.) */
     if (!(f & XP_LE_FAST_PUT) || (f & XP_LE_FAST_CT) || (pt->eq && !(f & XP_LE_FAST_QUIET)) ||
-        le->trig_state != XP_LE_LIVE || le->region.length == 0 ||
-        !xp_shmheap_in(w->remote, w->size, start, le->region.length))
+        le->region.length == 0 || !xp_shmheap_in(w->remote, w->size, start, le->region.length))
         return 0;
     *off = start - w->remote;
     *head = le;

@@ -855,6 +855,32 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
     return PTL_OK;
 }
 
+/* The len bytes at off of md for a direct access (ptl/direct.h): where
+ * they are in a plain MD, else gathered into buf (len bytes). */
+static const void *direct_source(const xp_md_t *md, ptl_size_t off, ptl_size_t len,
+                                 unsigned char *buf)
+{
+    if (!md->region.iov)
+        return (const char *)md->region.start + off;
+    xp_region_read(&md->region, off, buf, len);
+    return buf;
+}
+
+/* A direct put or atomic has been applied: what its answer would have
+ * brought md, in that order - the SEND event (when anybody notices it),
+ * then the ACK when `acked` (asked for, and the entry does not disable
+ * it). h is the request's header with the target's mlength and list. */
+static void direct_send_ack(xp_md_t *md, xp_pkt_t *h, ptl_size_t local_offset, void *user_ptr,
+                            int acked)
+{
+    if (send_noticed(md))
+        send_done(md, PTL_NI_OK, user_ptr, h, local_offset);
+    if (acked) {
+        h->local_offset = local_offset;
+        ack_done(md, h, user_ptr);
+    }
+}
+
 /* A put of at most XP_DIRECT_PUT_MAX bytes straight into the target's
  * shared heap (ptl/direct.h), when its descriptor allows: the copy, then the
  * SEND event and the ACK the target would have sent, in that order. 1:
@@ -869,14 +895,9 @@ put_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *md,
     if (length > XP_DIRECT_PUT_MAX)
         return 0;
     unsigned char buf[md->region.iov ? length : 1];
-    const void *data = (const char *)md->region.start + local_offset;
     unsigned flags;
-    if (md->region.iov) {
-        xp_region_read(&md->region, local_offset, buf, length);
-        data = buf;
-    }
-    if (!xp_direct_put(r, rank, md->ni->slot, pt_index, st->uid, remote_offset, data, length,
-                       &flags))
+    if (!xp_direct_put(r, rank, md->ni->slot, pt_index, st->uid, remote_offset,
+                       direct_source(md, local_offset, length, buf), length, &flags))
         return 0;
     int acked = ack_req != PTL_NO_ACK_REQ && !(flags & XP_DIRECT_NOACK);
     if (!acked && !send_noticed(md))
@@ -885,13 +906,9 @@ put_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *md,
     pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
              length);
     h.ack_req = (uint8_t)ack_req;
-    h.local_offset = local_offset;
     h.mlength = length;
     h.ptl_list = PTL_PRIORITY_LIST;
-    if (send_noticed(md))
-        send_done(md, PTL_NI_OK, user_ptr, &h, local_offset);
-    if (acked)
-        ack_done(md, &h, user_ptr);
+    direct_send_ack(md, &h, local_offset, user_ptr, acked);
     return 1;
 }
 
@@ -1430,30 +1447,23 @@ static __attribute__((noinline)) int atomic_direct(xp_ptl_state_t *st, const xp_
                          const void *operand, ptl_op_t op, ptl_datatype_t dt, int kind)
 {
     unsigned char data_buf[put_md->region.iov ? length : 1], old[length ? length : 1];
-    const void *data = (const char *)put_md->region.start + local_put_offset;
     unsigned flags;
-    if (put_md->region.iov) {
-        xp_region_read(&put_md->region, local_put_offset, data_buf, length);
-        data = data_buf;
-    }
-    if (!xp_direct_atomic(r, rank, put_md->ni->slot, pt_index, st->uid, remote_offset, op, dt, data,
-                          operand, length, get_md != NULL, get_md ? old : NULL, &flags))
+    if (!xp_direct_atomic(r, rank, put_md->ni->slot, pt_index, st->uid, remote_offset, op, dt,
+                          direct_source(put_md, local_put_offset, length, data_buf), operand,
+                          length, get_md != NULL, get_md ? old : NULL, &flags))
         return 0;
     xp_pkt_t h;
     atomic_hdr(&h, st, get_md, put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
                length, ack_req, op, dt, kind);
     h.mlength = length;
     h.ptl_list = PTL_PRIORITY_LIST;
-    if (send_noticed(put_md))
-        send_done(put_md, PTL_NI_OK, user_ptr, &h, local_put_offset);
+    direct_send_ack(put_md, &h, local_put_offset, user_ptr,
+                    !get_md && ack_req != PTL_NO_ACK_REQ && !(flags & XP_DIRECT_NOACK));
     if (get_md) {
         xp_region_write(&get_md->region, local_get_offset, old, length);
         h.local_offset = local_get_offset;
         md_count(get_md, PTL_MD_EVENT_CT_REPLY, 1, length);
         md_event(get_md, PTL_EVENT_REPLY, PTL_NI_OK, user_ptr, &h, local_get_offset);
-    } else if (ack_req != PTL_NO_ACK_REQ && !(flags & XP_DIRECT_NOACK)) {
-        h.local_offset = local_put_offset;
-        ack_done(put_md, &h, user_ptr);
     }
     return 1;
 }
