@@ -52,6 +52,20 @@ static void send_flag(const flag_pp_t *f, int peer, uint64_t v)
                        NULL, 0));
 }
 
+/* Record iteration i's half round trip: the time since the previous
+ * stamp. Each rank stamps right after its put, while the put is in flight
+ * (a clock read costs ~40 ns on this VM; between a wait and the next put it
+ * would lengthen every round trip by that much). The first timed iteration
+ * stamps from t0. */
+static void stamp(const bench_t *b, double *rt, long i, double *prev)
+{
+    if (i < b->warmup)
+        return;
+    double now = bench_now_us();
+    rt[i - b->warmup] = (now - *prev) / 2.0;
+    *prev = now;
+}
+
 /* Per repetition the mean half round trip (median_us etc., like the other
  * benchmarks), and over all timed round trips their own percentiles: a
  * thread that waits on memory depends on the scheduler, and its rare
@@ -69,15 +83,12 @@ static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
                 t0 = prev = bench_now_us();
             if (b->rank == 0) {
                 send_flag(f, peer, x);
+                stamp(b, rt + r * b->iters, i, &prev);
                 wait_flag(f, x, by_ct);
             } else {
                 wait_flag(f, x, by_ct);
                 send_flag(f, peer, x);
-            }
-            if (i >= b->warmup) {
-                double now = bench_now_us();
-                rt[r * b->iters + (i - b->warmup)] = (now - prev) / 2.0;
-                prev = now;
+                stamp(b, rt + r * b->iters, i, &prev);
             }
         }
         v[r] = (bench_now_us() - t0) / (2.0 * (double)b->iters);
