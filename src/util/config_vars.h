@@ -20,6 +20,11 @@ XP_CONFIG_VAR(bootstrap, ENUM, "XP_BOOTSTRAP", "auto", 0, 0, "auto|pmi1|pmix|sin
               "else PMIx if PMIX_RANK is set, else singleton)")
 XP_CONFIG_VAR(bootstrap_timeout, INT, "XP_BOOTSTRAP_TIMEOUT", "120", 1, 86400, "",
               "Seconds to wait for the launcher's answer before giving up")
+XP_CONFIG_VAR(malloc_hugepages, BOOL, "XP_MALLOC_HUGEPAGES", "1", 0, 0, "",
+              "xprun starts ranks with glibc's malloc asking for transparent huge pages "
+              "(GLIBC_TUNABLES glibc.malloc.hugetlb=1, unless GLIBC_TUNABLES sets hugetlb "
+              "itself): single copies of large malloc buffers pin 2 MiB pages, not 4 KiB ones. "
+              "No effect where THP is off (never) or always on")
 XP_CONFIG_VAR(spin_count, INT, "XP_SPIN_COUNT", "2000", 0, 100000000, "",
               "Polls that find nothing before a waiting thread sleeps on a futex (the progress "
               "thread spins only where a CPU is likely spare for it)")

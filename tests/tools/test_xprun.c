@@ -291,6 +291,33 @@ static void scenario_usage(void)
     check_no_survivors(3);
 }
 
+/* XP_MALLOC_HUGEPAGES (default 1): ranks get glibc.malloc.hugetlb=1 in
+ * GLIBC_TUNABLES, after what is there; a hugetlb setting of the user's, or
+ * XP_MALLOC_HUGEPAGES=0 (also through -x), leaves the variable alone. */
+static void scenario_tunables(void)
+{
+    unsetenv("GLIBC_TUNABLES");
+    unsetenv("XP_MALLOC_HUGEPAGES");
+    const char *plain[] = {"-n", "2", helper, "env", pidfile, "GLIBC_TUNABLES",
+                           "glibc.malloc.hugetlb=1", NULL};
+    XP_CHECK_EQ(run_status(plain), 0);
+    const char *other[] = {"-n", "1", "-x", "GLIBC_TUNABLES=glibc.malloc.tcache_count=0", helper,
+                           "env", pidfile, "GLIBC_TUNABLES",
+                           "glibc.malloc.tcache_count=0:glibc.malloc.hugetlb=1", NULL};
+    XP_CHECK_EQ(run_status(other), 0);
+    const char *own[] = {"-n", "1", "-x", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0", helper, "env",
+                         pidfile, "GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", NULL};
+    XP_CHECK_EQ(run_status(own), 0);
+    const char *off[] = {"-n", "1", "-x", "XP_MALLOC_HUGEPAGES=0", "-x",
+                         "GLIBC_TUNABLES=glibc.malloc.tcache_count=0", helper, "env", pidfile,
+                         "GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", NULL};
+    XP_CHECK_EQ(run_status(off), 0);
+    setenv("XP_MALLOC_HUGEPAGES", "0", 1);
+    const char *unset[] = {"-n", "1", helper, "env", pidfile, "GLIBC_TUNABLES", "", NULL};
+    XP_CHECK_EQ(run_status(unset), 1); /* (the helper: 1 = not set) */
+    unsetenv("XP_MALLOC_HUGEPAGES");
+}
+
 static void scenario_output(void)
 {
     const char *tagged[] = {"-n", "2", "--tag-output", helper, "echo", pidfile, NULL};
@@ -316,6 +343,7 @@ static void scenario_output(void)
     XP_CHECK_EQ(run_status(env1), 0);
     XP_CHECK_EQ(run_status(env2), 0);
     XP_CHECK_EQ(run_status(env3), 0);
+    scenario_tunables();
 }
 
 static void scenario_bind(void)
