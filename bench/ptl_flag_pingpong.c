@@ -17,7 +17,14 @@
  * puts are copies through the initiator's mapping (ptl/direct.h), what the
  * peers' puts into a mapped segment are; only wait=memory runs.
  *
+ * Sizes above 8 bytes (--max-size) are OpenSHMEM's put-with-signal done by
+ * hand: a put of `size` bytes into the data area next to the flag, then the
+ * 8-byte put of the flag, which Portals delivers after the data (puts from
+ * one initiator to one target are ordered). The data's first and last words
+ * are checked in the last iteration of each repetition.
+ *
  *   xprun -n 2 ptl_flag_pingpong [--iters 20000] [--reps 11] [--heap]
+ *                                [--min-size B --max-size B]
  */
 #include "bench_common.h"
 
@@ -27,8 +34,9 @@ typedef struct {
     ptl_handle_md_t md;
     ptl_handle_ct_t ct;
     ptl_pt_index_t pt;
-    volatile uint64_t *flag;
-    uint64_t *src;
+    volatile uint64_t *flag; /* the LE: the flag, then max_size bytes of data */
+    uint64_t *src;           /* the MD: the same layout */
+    size_t size;             /* bytes of data per iteration (8: the flag alone) */
 } flag_pp_t;
 
 /* Wait until the flag holds v, by the counter or by memory reads. */
@@ -47,9 +55,29 @@ static void wait_flag(const flag_pp_t *f, uint64_t v, int by_ct)
 
 static void send_flag(const flag_pp_t *f, int peer, uint64_t v)
 {
+    if (f->size > sizeof(uint64_t)) {
+        unsigned char *data = (unsigned char *)(f->src + 1);
+        memcpy(data, &v, sizeof v);
+        memcpy(data + f->size - sizeof v, &v, sizeof v);
+        BENCH_CHECK(PtlPut(f->md, sizeof(uint64_t), f->size, PTL_NO_ACK_REQ, bench_peer(peer),
+                           f->pt, 0, sizeof(uint64_t), NULL, 0));
+    }
     *f->src = v;
     BENCH_CHECK(PtlPut(f->md, 0, sizeof(uint64_t), PTL_NO_ACK_REQ, bench_peer(peer), f->pt, 0, 0,
                        NULL, 0));
+}
+
+/* After a repetition: the data that came with the last flag v. */
+static void check_data(const flag_pp_t *f, uint64_t v)
+{
+    uint64_t first, last;
+    const unsigned char *data = (const unsigned char *)(f->flag + 1);
+    if (f->size <= sizeof(uint64_t))
+        return;
+    memcpy(&first, data, sizeof first);
+    memcpy(&last, data + f->size - sizeof last, sizeof last);
+    if (first != v || last != v)
+        bench_die("flag ping-pong: data behind its flag", (int)(first != v));
 }
 
 /* Record iteration i's half round trip: the time since the previous
@@ -72,40 +100,55 @@ static void stamp(const bench_t *b, double *rt, long i, double *prev)
  * millisecond stalls show in the means, not in the typical round trip. */
 static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
 {
+    long iters = bench_iters_for(b, f->size);
     double *v = calloc((size_t)b->reps, sizeof(*v));
-    double *rt = calloc((size_t)(b->reps * b->iters), sizeof(*rt));
+    double *rt = calloc((size_t)(b->reps * iters), sizeof(*rt));
     int peer = 1 - b->rank;
     for (long r = 0; r < b->reps; r++) {
         double t0 = 0, prev = 0;
-        for (long i = 0; i < b->warmup + b->iters; i++) {
+        for (long i = 0; i < b->warmup + iters; i++) {
             uint64_t x = ++*next;
+            int last = i == b->warmup + iters - 1;
             if (i == b->warmup)
                 t0 = prev = bench_now_us();
             if (b->rank == 0) {
                 send_flag(f, peer, x);
-                stamp(b, rt + r * b->iters, i, &prev);
+                stamp(b, rt + r * iters, i, &prev);
                 wait_flag(f, x, by_ct);
+                if (last)
+                    check_data(f, x);
             } else {
                 wait_flag(f, x, by_ct);
+                if (last) /* (before the answer: then the peer puts again) */
+                    check_data(f, x);
                 send_flag(f, peer, x);
-                stamp(b, rt + r * b->iters, i, &prev);
+                stamp(b, rt + r * iters, i, &prev);
             }
         }
-        v[r] = (bench_now_us() - t0) / (2.0 * (double)b->iters);
+        v[r] = (bench_now_us() - t0) / (2.0 * (double)iters);
     }
     if (b->rank == 0) {
-        long n = b->reps * b->iters;
+        long n = b->reps * iters;
         bench_stats_t st = bench_stats(v, b->reps);
         qsort(rt, (size_t)n, sizeof(*rt), bench_cmp_double);
-        printf("bench=ptl_flag_pingpong wait=%s target=%s size=8 iters=%ld reps=%ld "
+        printf("bench=ptl_flag_pingpong wait=%s target=%s size=%zu iters=%ld reps=%ld "
                "median_us=%.3f min_us=%.3f p90_us=%.3f iter_p50_us=%.3f iter_p99_us=%.3f "
                "iter_max_us=%.1f\n",
-               by_ct ? "ct" : "memory", b->heap ? "heap" : "malloc", b->iters, b->reps,
+               by_ct ? "ct" : "memory", b->heap ? "heap" : "malloc", f->size, iters, b->reps,
                st.median, st.min, st.p90, rt[n / 2], rt[n * 99 / 100], rt[n - 1]);
         fflush(stdout);
     }
     free(rt);
     free(v);
+}
+
+/* Both ways to wait (those this mode has) for every size. */
+static void run_sizes(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
+{
+    for (size_t size = b->min_size; size <= b->max_size; size = bench_next_size(size)) {
+        f->size = size < sizeof(uint64_t) ? sizeof(uint64_t) : size;
+        run(b, f, by_ct, next);
+    }
 }
 
 int main(int argc, char **argv)
@@ -121,22 +164,24 @@ int main(int argc, char **argv)
 
     ptl_handle_ni_t ni = bench_ni(0, 64);
     flag_pp_t f;
-    f.flag = bench_alloc_buf(&b, sizeof(uint64_t)); /* (zeroed) */
-    f.src = bench_alloc(sizeof(uint64_t));
+    /* The flag, then the data (none when only 8-byte puts are asked for). */
+    size_t bytes = sizeof(uint64_t) + (b.max_size > sizeof(uint64_t) ? b.max_size : 0);
+    f.flag = bench_alloc_buf(&b, bytes); /* (zeroed) */
+    f.src = bench_alloc(bytes);
     BENCH_CHECK(PtlCTAlloc(ni, &f.ct));
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, FLAG_PT, &f.pt));
-    ptl_handle_any_t le = bench_post(ni, 0, f.pt, (void *)f.flag, sizeof(uint64_t),
+    ptl_handle_any_t le = bench_post(ni, 0, f.pt, (void *)f.flag, bytes,
                                      b.heap ? PTL_CT_NONE : f.ct, 0, bench_peer(0), 0);
-    /* VOLATILE: the source word is rewritten as soon as each put returns. */
-    f.md = bench_md(ni, f.src, sizeof(uint64_t), PTL_MD_VOLATILE, PTL_CT_NONE);
+    /* VOLATILE: the source is rewritten as soon as each put returns. */
+    f.md = bench_md(ni, f.src, bytes, PTL_MD_VOLATILE, PTL_CT_NONE);
     bench_barrier(&b);
 
     uint64_t next = 0;
     if (active && !b.heap) /* (the heap's LE has no counter to wait on) */
-        run(&b, &f, 1, &next);
+        run_sizes(&b, &f, 1, &next);
     bench_barrier(&b);
     if (active && progress_thread)
-        run(&b, &f, 0, &next);
+        run_sizes(&b, &f, 0, &next);
     else if (active && b.rank == 0)
         printf("# wait=memory skipped: XP_PROGRESS=%s has no progress thread\n", mode);
     bench_barrier(&b);

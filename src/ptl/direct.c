@@ -173,8 +173,6 @@ int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_
                   unsigned *flags)
 {
     xp_direct_desc_t *d;
-    if (len > XP_DIRECT_PUT_MAX)
-        return 0;
     unsigned char *at = direct_enter(r, rank, slot, pt_index, uid, remote_offset, len, 0, &d,
                                      flags);
     if (!at)

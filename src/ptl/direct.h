@@ -8,7 +8,7 @@
  * entry an atomic would land in lies in the target's heap and asks nothing
  * of the target's CPU (no event, no counter), the initiator can apply the
  * same instruction through its own mapping: one cache-line transfer instead
- * of a request, a handler and a REPLY. A put of up to XP_DIRECT_PUT_MAX
+ * of a request, a handler and a REPLY. A put of up to XP_SHM_DIRECT_PUT_MAX
  * bytes into such an entry is a copy through the mapping in the same way
  * (the target's handler would make the same copy).
  *
@@ -40,8 +40,14 @@
  * answer would have (ops.c). Everything else - a matching NI, a malloc
  * buffer, events or counts at the target, misaligned or long elements
  * (long double, double complex), a range past the entry (truncation), a
- * larger put - takes the ring.
+ * put over XP_SHM_DIRECT_PUT_MAX (0, the default: none) or over
+ * XP_DIRECT_GATHER_MAX from an iovec MD - takes the ring.
  * XP_SHM_DIRECT=0 turns the path off.
+ *
+ * A put of any size is one copy inside PtlPut, with the descriptor held:
+ * the target's CPU takes no part (an entry that qualifies counts nothing,
+ * so its owner learns of data by reading memory, and a ring put would need
+ * its progress thread to wake), and a close waits for the copy.
  */
 #ifndef XP_PTL_DIRECT_H
 #define XP_PTL_DIRECT_H
@@ -107,13 +113,14 @@ int xp_direct_atomic(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t 
                      const void *data, const void *operand, size_t len, int fetch,
                      void *fetch_out, unsigned *flags);
 
-/* Largest put taken directly: the ring's paths share bigger copies between
- * both processes (transport/shm_split.c) and keep PtlPut short. */
-#define XP_DIRECT_PUT_MAX 4096
+/* Largest direct put from an iovec MD, whose bytes are gathered on the
+ * stack first. From a contiguous MD the limit is XP_SHM_DIRECT_PUT_MAX. */
+#define XP_DIRECT_GATHER_MAX 4096
 
-/* The same for a put of len bytes (at most XP_DIRECT_PUT_MAX) of `data`:
- * copied into the entry through our mapping. 1: written; 0: nothing
- * touched, send it. */
+/* The same for a put of len bytes of `data` (the caller applies
+ * XP_SHM_DIRECT_PUT_MAX): copied into the entry through our mapping, the
+ * descriptor held for the whole copy. 1: written; 0: nothing touched, send
+ * it. */
 int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
                   uint32_t uid, ptl_size_t remote_offset, const void *data, size_t len,
                   unsigned *flags);

@@ -881,18 +881,19 @@ static void direct_send_ack(xp_md_t *md, xp_pkt_t *h, ptl_size_t local_offset, v
     }
 }
 
-/* A put of at most XP_DIRECT_PUT_MAX bytes straight into the target's
- * shared heap (ptl/direct.h), when its descriptor allows: the copy, then the
- * SEND event and the ACK the target would have sent, in that order. 1:
- * done; 0: nothing happened, send it. The caller has checked the MD range
- * and ack_req. */
+/* A put of at most st->direct_put_max bytes (XP_DIRECT_GATHER_MAX from an
+ * iovec MD, gathered on the stack) straight into the target's shared heap
+ * (ptl/direct.h), when its descriptor allows: the copy, then the SEND event
+ * and the ACK the target would have sent, in that order. 1: done; 0:
+ * nothing happened, send it. The caller has checked the MD range and
+ * ack_req. */
 static __attribute__((noinline)) int
 put_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *md,
            ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
            ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
            void *user_ptr, ptl_hdr_data_t hdr_data)
 {
-    if (length > XP_DIRECT_PUT_MAX)
+    if (length > st->direct_put_max || (md->region.iov && length > XP_DIRECT_GATHER_MAX))
         return 0;
     unsigned char buf[md->region.iov ? length : 1];
     unsigned flags;

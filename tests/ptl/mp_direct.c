@@ -26,9 +26,17 @@
  *     an entry with a counter, a PT with an EQ and full events (the target
  *     sees each), a fetch on an entry without OP_GET (OP_VIOLATION, word
  *     untouched), a disabled PT (PT_DISABLED, untouched), and the entry
- *     again once enabled.
- * With XP_SHM_DIRECT=0 the same checks hold through the ring (A then lets
- * rank 0 handle packets while it waits).
+ *     again once enabled, and an 8 KiB put from an iovec MD (gathered on
+ *     the stack only up to 4 KiB).
+ *  F. Puts above 4 KiB (5000 B, 64 KiB with SEND and ACK, 200 KiB) from a
+ *     malloc buffer into a heap entry, each initiator into its own slice,
+ *     while rank 0 makes no Portals call: copies inside PtlPut up to
+ *     XP_SHM_DIRECT_PUT_MAX (0, the default: no limit); every byte checked.
+ * With XP_SHM_DIRECT=0 the same checks hold through the ring (A and F then
+ * let rank 0 handle packets while it waits), and with
+ * XP_SHM_DIRECT_PUT_MAX=4k F's puts take the ring: the first one's SEND
+ * event is not there when PtlPut returns, rank 0 being asleep for 200 ms
+ * (a direct put's is).
  */
 #include <portals4.h>
 #include <stdint.h>
@@ -51,6 +59,7 @@ enum {
     PT_E = 15,  /* heap, PT with an EQ, full events */
     PT_NG = 16, /* heap, OP_PUT only */
     PT_NA = 17, /* heap, ACK_DISABLE */
+    PT_L = 18,  /* heap, one SLICE per initiator: F */
 };
 
 #define REGION 4096      /* bytes of each heap entry */
@@ -63,10 +72,17 @@ enum {
 #define W_SUM 0          /* A */
 #define W_DONE 1         /* A: initiators finished */
 #define W_MIX 2          /* B */
+#define W_DONE_F 3       /* F: initiators finished */
+#define SLICE (320 * 1024) /* F: bytes of PT_L per initiator */
 #define W_OWN(r) (8 * (r))  /* per initiator r >= 1: 8 words */
 
 typedef struct ctx {
     int rank, size, direct;
+    int big_direct;              /* F's puts are direct (XP_SHM_DIRECT_PUT_MAX) */
+    int big_held;                /* ... or wait for rank 0, asleep for 200 ms first */
+    int polls;                   /* watch() must handle packets (the ring serves) */
+    unsigned char *big;          /* target: PT_L's memory; initiator: the source */
+    ptl_handle_md_t md_big;      /* initiator: over big, events on ieq */
     ptl_handle_ni_t ni;
     ptl_process_t target;
     /* target */
@@ -118,6 +134,21 @@ static void target_setup(ctx_t *c)
     post(c, 6, PT_NG, region(c, 4), REGION, PTL_LE_OP_PUT | quiet, PTL_CT_NONE, PTL_EQ_NONE);
     post(c, 7, PT_NA, region(c, 5), REGION, rw | PTL_LE_ACK_DISABLE | quiet, PTL_CT_NONE,
          PTL_EQ_NONE);
+    size_t big = (size_t)(c->size - 1) * SLICE;
+    XP_REQUIRE((c->big = xp_shmalloc(big)) != NULL);
+    memset(c->big, 0, big);
+    ptl_handle_le_t h;
+    ptl_pt_index_t got;
+    ptl_le_t le = { .start = c->big, .length = big, .ct_handle = PTL_CT_NONE,
+                    .uid = PTL_UID_ANY, .options = rw | quiet | PTL_LE_EVENT_LINK_DISABLE };
+    XP_REQUIRE(PtlPTAlloc(c->ni, 0, PTL_EQ_NONE, PT_L, &got) == PTL_OK);
+    XP_REQUIRE(PtlLEAppend(c->ni, PT_L, &le, PTL_PRIORITY_LIST, NULL, &h) == PTL_OK);
+}
+
+/* F's bytes: what initiator r puts at offset i of its slice. */
+static unsigned char big_byte(int r, size_t i)
+{
+    return (unsigned char)((size_t)r * 31u + i * 7u + (i >> 9));
 }
 
 static void initiator_setup(ctx_t *c)
@@ -137,6 +168,12 @@ static void initiator_setup(ctx_t *c)
     md = (ptl_md_t){ .start = c->iov, .length = 2, .eq_handle = PTL_EQ_NONE, .ct_handle = c->ict,
                      .options = PTL_IOVEC | PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK };
     XP_REQUIRE(PtlMDBind(c->ni, &md, &c->md_iov) == PTL_OK);
+    XP_REQUIRE((c->big = malloc(SLICE)) != NULL);
+    for (size_t i = 0; i < SLICE; i++)
+        c->big[i] = big_byte(c->rank, i);
+    md = (ptl_md_t){ .start = c->big, .length = SLICE, .eq_handle = c->ieq,
+                     .ct_handle = PTL_CT_NONE, .options = 0 };
+    XP_REQUIRE(PtlMDBind(c->ni, &md, &c->md_big) == PTL_OK);
 }
 
 /* Wait for the count of the one operation in flight on ct (*n successes
@@ -194,7 +231,7 @@ static void watch(ctx_t *c, const uint64_t *w, uint64_t want, const char *what)
             XP_CHECK(0);
             return;
         }
-        if (!c->direct) /* the ring: someone must handle it */
+        if (c->polls) /* the ring: someone must handle it */
             (void)PtlEQPoll(&c->teq, 1, 1, &ev, &which);
         else
             usleep(100);
@@ -433,6 +470,16 @@ static void phase_e_initiator(ctx_t *c)
     XP_REQUIRE(xp_barrier() == XP_OK);
     XP_REQUIRE(xp_barrier() == XP_OK); /* ... and enabled it again */
     XP_CHECK_EQ(fadd(c, PT_D, own, 1, NULL), 9);
+    /* 8 KiB from two pieces of md_big: over the stack's 4 KiB, the ring. */
+    ptl_iovec_t iov[2] = { { c->big + 1000, 4096 }, { c->big + 9000, 4096 } };
+    ptl_md_t md = { .start = iov, .length = 2, .eq_handle = PTL_EQ_NONE, .ct_handle = c->ict,
+                    .options = PTL_IOVEC | PTL_MD_EVENT_CT_ACK };
+    ptl_handle_md_t h;
+    XP_REQUIRE(PtlMDBind(c->ni, &md, &h) == PTL_OK);
+    XP_REQUIRE(PtlPut(h, 0, 8192, PTL_CT_ACK_REQ, c->target, PT_L, 0,
+                      (ptl_size_t)(c->rank - 1) * SLICE + SLICE - 8192, NULL, 0) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    XP_REQUIRE(PtlMDRelease(h) == PTL_OK);
 }
 
 static void phase_e(ctx_t *c)
@@ -463,6 +510,77 @@ static void phase_e(ctx_t *c)
         ptl_event_t ev;
         XP_REQUIRE(PtlEQGet(c->teq, &ev) == PTL_OK);
         XP_CHECK_EQ(ev.type, PTL_EVENT_FETCH_ATOMIC);
+        const unsigned char *at = c->big + (size_t)(r - 1) * SLICE + SLICE - 8192;
+        for (size_t i = 0; i < 4096; i++) {
+            XP_CHECK_EQ(at[i], big_byte(r, 1000 + i));
+            XP_CHECK_EQ(at[4096 + i], big_byte(r, 9000 + i));
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- F */
+
+static const struct {
+    size_t off, len;
+    ptl_ack_req_t ack;
+} big_puts[] = {
+    {0, 5000, PTL_NO_ACK_REQ},
+    {8192, 65536, PTL_ACK_REQ},
+    {8192 + 65536, 200 * 1024, PTL_NO_ACK_REQ},
+};
+
+static void phase_f_initiator(ctx_t *c)
+{
+    ptl_size_t slice = (ptl_size_t)(c->rank - 1) * SLICE;
+    for (size_t k = 0; k < sizeof big_puts / sizeof big_puts[0]; k++) {
+        XP_REQUIRE(PtlPut(c->md_big, big_puts[k].off, big_puts[k].len, big_puts[k].ack,
+                          c->target, PT_L, 0, slice + big_puts[k].off, (void *)c, 0) == PTL_OK);
+        /* A direct put is done when PtlPut returns, its SEND posted; a
+         * single copy through the ring is done once rank 0 (here making no
+         * call) has read the bytes. */
+        ptl_event_t ev;
+        if (c->big_direct) {
+            XP_CHECK_EQ(PtlEQGet(c->ieq, &ev), PTL_OK);
+            XP_CHECK_EQ(ev.type, PTL_EVENT_SEND);
+        } else {
+            if (k == 0 && c->big_held) /* (rank 0 sleeps before it polls) */
+                XP_CHECK_EQ(PtlEQGet(c->ieq, &ev), PTL_EQ_EMPTY);
+            ev = ev_next(c, PTL_EVENT_SEND);
+        }
+        XP_CHECK_EQ(ev.mlength, big_puts[k].len);
+        if (big_puts[k].ack == PTL_ACK_REQ) {
+            ev = ev_next(c, PTL_EVENT_ACK);
+            XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+            XP_CHECK_EQ(ev.mlength, big_puts[k].len);
+            XP_CHECK_EQ(ev.remote_offset, slice + big_puts[k].off);
+            XP_CHECK(ev.user_ptr == (void *)c);
+        }
+    }
+    fadd(c, PT_D, W_DONE_F * 8, 1, NULL);
+}
+
+static void phase_f(ctx_t *c)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank != 0) {
+        phase_f_initiator(c);
+    } else {
+        if (c->big_held)
+            usleep(200000);
+        c->polls = !c->big_direct;
+        watch(c, &region(c, 0)[W_DONE_F], (uint64_t)(c->size - 1), "large puts done");
+        c->polls = !c->direct;
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank != 0)
+        return;
+    for (int r = 1; r < c->size; r++) {
+        const unsigned char *s = c->big + (size_t)(r - 1) * SLICE;
+        size_t bad = 0;
+        for (size_t k = 0; k < sizeof big_puts / sizeof big_puts[0]; k++)
+            for (size_t i = big_puts[k].off; i < big_puts[k].off + big_puts[k].len; i++)
+                bad += s[i] != big_byte(r, i);
+        XP_CHECK_EQ(bad, 0);
     }
 }
 
@@ -474,6 +592,11 @@ int main(void)
     c.rank = xp_rank();
     c.size = xp_size();
     c.direct = xp_config()->shm_direct;
+    c.polls = !c.direct;
+    c.big_direct = c.direct && (xp_config()->shm_direct_put_max == 0 ||
+                                xp_config()->shm_direct_put_max >= 200 * 1024);
+    /* (inline progress: nothing but rank 0's calls handles its ring) */
+    c.big_held = c.direct && !c.big_direct && xp_config()->progress == 1;
     if (c.size < 2)
         XP_TEST_SKIP("needs 2 or more ranks");
     if (xp_config()->shm_heap_size == 0)
@@ -490,8 +613,11 @@ int main(void)
     phase_c(&c);
     phase_d(&c);
     phase_e(&c);
+    phase_f(&c);
     XP_REQUIRE(xp_barrier() == XP_OK);
     PtlNIFini(c.ni);
     PtlFini();
+    if (c.rank != 0)
+        free(c.big);
     return xp_test_result();
 }
