@@ -253,7 +253,8 @@ ucx_at() {
 #   fadd:    8-byte fetch-add round trip (µs), one operation at a time;
 #            xportals: a stack word through the target's ring and handler,
 #            xportals_heap: a word of its shared heap, applied directly
-#   get:     get round trip (µs), one operation at a time (--full only)
+#   get:     get round trip (µs), one operation at a time (--full only);
+#            xportals_heap: from the target's shared heap, copied directly
 impls_of() {
     local x m out=""
     case "$1" in
@@ -269,7 +270,7 @@ impls_of() {
     bw) echo "$x xportals_heap mpich openmpi ucx_tag ucx_put" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
     fadd) echo "$x xportals_heap mpich openmpi ucx" ;;
-    get) echo "$x mpich openmpi" ;;
+    get) echo "$x xportals_heap mpich openmpi" ;;
     esac
 }
 
@@ -326,6 +327,8 @@ command_for() {
     fadd/mpich) mpich --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/openmpi) openmpi --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
     get/xportals) xp ptl_get_lat $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    get/xportals_heap) # the target's buffer in its shared heap, its LE counting nothing
+        xp ptl_get_lat --heap $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     get/mpich) mpich --mode get $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     get/openmpi) openmpi --mode get $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/ucx) # UCT atomic on the peer's mapped posix segment, one outstanding

@@ -1,10 +1,11 @@
-/* Atomics and small puts straight into a peer's shared heap (see direct.h). */
+/* Atomics, puts and gets straight to a peer's shared heap (see direct.h). */
 #include <sched.h>
 #include <string.h>
 
 #include "ptl/atomic_ops.h"
 #include "ptl/direct.h"
 #include "ptl/engine.h"
+#include "ptl/md.h"
 #include "ptl/pt.h"
 #include "transport/inplace.h" /* xp_tl_copy_small */
 #include "transport/shmheap.h"
@@ -35,12 +36,14 @@ static unsigned head_flags(const xp_ni_t *ni, xp_pt_t *pt, const xp_tl_window_t 
     uintptr_t start = (uintptr_t)le->region.start;
     /* (An entry in a list is live: a triggered append links it only when
      * it fires.) */
-    if (!(f & XP_LE_FAST_PUT) || (f & XP_LE_FAST_CT) || (pt->eq && !(f & XP_LE_FAST_QUIET)) ||
-        le->region.length == 0 || !xp_shmheap_in(w->remote, w->size, start, le->region.length))
+    if (!(f & (XP_LE_FAST_PUT | XP_LE_FAST_GET)) || (f & XP_LE_FAST_CT) ||
+        (pt->eq && !(f & XP_LE_FAST_QUIET)) || le->region.length == 0 ||
+        !xp_shmheap_in(w->remote, w->size, start, le->region.length))
         return 0;
     *off = start - w->remote;
     *head = le;
-    return XP_DIRECT_OPEN | ((f & XP_LE_FAST_FETCH) ? XP_DIRECT_GET : 0) |
+    return XP_DIRECT_OPEN | ((f & XP_LE_FAST_PUT) ? XP_DIRECT_PUT : 0) |
+           ((f & XP_LE_FAST_GET) ? XP_DIRECT_GET : 0) |
            ((f & XP_LE_FAST_NOACK) ? XP_DIRECT_NOACK : 0);
 }
 
@@ -157,7 +160,7 @@ int xp_direct_atomic(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t 
     if (len == 0 || esize == 0 || esize > 8)
         return 0;
     unsigned char *at = direct_enter(r, rank, slot, pt_index, uid, remote_offset, len,
-                                     fetch ? XP_DIRECT_GET : 0, &d, flags);
+                                     XP_DIRECT_PUT | (fetch ? XP_DIRECT_GET : 0), &d, flags);
     if (!at)
         return 0;
     /* Misaligned elements need the target's lock: the ring. */
@@ -173,8 +176,8 @@ int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_
                   unsigned *flags)
 {
     xp_direct_desc_t *d;
-    unsigned char *at = direct_enter(r, rank, slot, pt_index, uid, remote_offset, len, 0, &d,
-                                     flags);
+    unsigned char *at = direct_enter(r, rank, slot, pt_index, uid, remote_offset, len,
+                                     XP_DIRECT_PUT, &d, flags);
     if (!at)
         return 0;
     /* (A small put is a flag or a word more often than not: no library
@@ -183,6 +186,24 @@ int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_
         xp_tl_copy_small(at, data, len);
     else
         memcpy(at, data, len);
+    direct_leave(d);
+    return 1;
+}
+
+int xp_direct_get(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
+                  uint32_t uid, ptl_size_t remote_offset, const struct xp_region *dst,
+                  ptl_size_t dst_off, size_t len)
+{
+    xp_direct_desc_t *d;
+    unsigned flags;
+    const unsigned char *at = direct_enter(r, rank, slot, pt_index, uid, remote_offset, len,
+                                           XP_DIRECT_GET, &d, &flags);
+    if (!at)
+        return 0;
+    if (len <= 64 && !dst->iov)
+        xp_tl_copy_small((char *)dst->start + dst_off, at, len);
+    else
+        xp_region_write(dst, dst_off, at, len);
     direct_leave(d);
     return 1;
 }

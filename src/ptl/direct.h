@@ -1,5 +1,5 @@
 /*
- * ptl/direct.h - atomics and small puts applied straight into a peer's
+ * ptl/direct.h - atomics, puts and gets applied straight to a peer's
  * shared heap.
  *
  * Every local peer maps every process's shared heap (transport/shmheap.h),
@@ -8,7 +8,7 @@
  * entry an atomic would land in lies in the target's heap and asks nothing
  * of the target's CPU (no event, no counter), the initiator can apply the
  * same instruction through its own mapping: one cache-line transfer instead
- * of a request, a handler and a REPLY. A put of up to XP_SHM_DIRECT_PUT_MAX
+ * of a request, a handler and a REPLY. A put of up to XP_SHM_DIRECT_MAX
  * bytes into such an entry is a copy through the mapping in the same way
  * (the target's handler would make the same copy).
  *
@@ -16,7 +16,8 @@
  * descriptor in its heap's meta bytes (XP_SHMHEAP_META) describes the head
  * of the PT's priority list when that head is an LE that
  *   - is persistent, one contiguous buffer inside the heap, PTL_LE_OP_PUT
- *     (XP_LE_FAST_PUT: no USE_ONCE, no MANAGE_LOCAL, no NO_TRUNCATE);
+ *     or PTL_LE_OP_GET or both (XP_LE_FAST_PUT / XP_LE_FAST_GET: no
+ *     USE_ONCE, no MANAGE_LOCAL, no NO_TRUNCATE);
  *   - counts nothing (no CT with EVENT_CT_COMM) and posts no full event
  *     (no EQ on the PT, or EVENT_COMM_DISABLE / SUCCESS_DISABLE);
  * on an enabled, non-matching PT without PTL_PT_FLOWCTRL. The target
@@ -36,11 +37,15 @@
  * in memory before the atomic applies (PTL_TOTAL_DATA_ORDERING). What the
  * initiator does afterwards goes through the ring and comes after it.
  *
+ * A get from such an entry (one with PTL_LE_OP_GET) is, the same way, the
+ * copy the target's handler would make into the REPLY, made by the
+ * initiator out of the mapping into its MD.
+ *
  * The initiator posts its own SEND, ACK and REPLY events and counts as the
  * answer would have (ops.c). Everything else - a matching NI, a malloc
  * buffer, events or counts at the target, misaligned or long elements
  * (long double, double complex), a range past the entry (truncation), a
- * put over XP_SHM_DIRECT_PUT_MAX (0, the default: none) or over
+ * put or get over XP_SHM_DIRECT_MAX (0, the default: none), a put over
  * XP_DIRECT_GATHER_MAX from an iovec MD - takes the ring.
  * XP_SHM_DIRECT=0 turns the path off.
  *
@@ -63,8 +68,9 @@ struct xp_pt;
 
 enum {
     XP_DIRECT_OPEN = 1u << 0,  /* the descriptor describes a qualifying entry */
-    XP_DIRECT_GET = 1u << 1,   /* ... which also has PTL_LE_OP_GET (fetch, swap) */
+    XP_DIRECT_GET = 1u << 1,   /* ... which has PTL_LE_OP_GET (gets; with PUT: fetch, swap) */
     XP_DIRECT_NOACK = 1u << 2, /* ... and PTL_LE_ACK_DISABLE */
+    XP_DIRECT_PUT = 1u << 3,   /* ... which has PTL_LE_OP_PUT (puts, atomics) */
 };
 
 #define XP_DIRECT_PTS 256 /* PT indexes per NI slot: max_pt_index is at most 255 */
@@ -114,15 +120,24 @@ int xp_direct_atomic(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t 
                      void *fetch_out, unsigned *flags);
 
 /* Largest direct put from an iovec MD, whose bytes are gathered on the
- * stack first. From a contiguous MD the limit is XP_SHM_DIRECT_PUT_MAX. */
+ * stack first. From a contiguous MD the limit is XP_SHM_DIRECT_MAX. */
 #define XP_DIRECT_GATHER_MAX 4096
 
 /* The same for a put of len bytes of `data` (the caller applies
- * XP_SHM_DIRECT_PUT_MAX): copied into the entry through our mapping, the
+ * XP_SHM_DIRECT_MAX): copied into the entry through our mapping, the
  * descriptor held for the whole copy. 1: written; 0: nothing touched, send
  * it. */
 int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
                   uint32_t uid, ptl_size_t remote_offset, const void *data, size_t len,
                   unsigned *flags);
+
+struct xp_region;
+/* A get of len bytes at remote_offset of the entry (which must take gets)
+ * into dst at dst_off (plain or iovec; the caller applies
+ * XP_SHM_DIRECT_MAX): copied out through our mapping, the descriptor held
+ * for the whole copy. 1: read; 0: nothing touched, send the request. */
+int xp_direct_get(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_index,
+                  uint32_t uid, ptl_size_t remote_offset, const struct xp_region *dst,
+                  ptl_size_t dst_off, size_t len);
 
 #endif

@@ -271,7 +271,7 @@ typedef struct xp_ptl_state {
      * target's descriptors), NULL: none. Last, so that no field above
      * moves against the cache lines. */
     const struct xp_tl_window *own_window;
-    size_t direct_put_max;         /* XP_SHM_DIRECT_PUT_MAX (ptl/direct.h) */
+    size_t direct_max;             /* XP_SHM_DIRECT_MAX (ptl/direct.h) */
 } xp_ptl_state_t;
 
 /* Every route memo is stale from now on. */

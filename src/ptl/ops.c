@@ -881,7 +881,7 @@ static void direct_send_ack(xp_md_t *md, xp_pkt_t *h, ptl_size_t local_offset, v
     }
 }
 
-/* A put of at most st->direct_put_max bytes (XP_DIRECT_GATHER_MAX from an
+/* A put of at most st->direct_max bytes (XP_DIRECT_GATHER_MAX from an
  * iovec MD, gathered on the stack) straight into the target's shared heap
  * (ptl/direct.h), when its descriptor allows: the copy, then the SEND event
  * and the ACK the target would have sent, in that order. 1: done; 0:
@@ -893,7 +893,7 @@ put_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *md,
            ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
            void *user_ptr, ptl_hdr_data_t hdr_data)
 {
-    if (length > st->direct_put_max || (md->region.iov && length > XP_DIRECT_GATHER_MAX))
+    if (length > st->direct_max || (md->region.iov && length > XP_DIRECT_GATHER_MAX))
         return 0;
     unsigned char buf[md->region.iov ? length : 1];
     unsigned flags;
@@ -1280,6 +1280,31 @@ int xp_eng_put_gather(ptl_handle_md_t md1_handle, ptl_size_t off1, ptl_size_t le
     return PTL_OK;
 }
 
+/* A get straight out of the target's shared heap (ptl/direct.h), when its
+ * descriptor allows: the copy into md, then the REPLY count and event the
+ * answer would have brought. 1: done; 0: nothing happened, send it. The
+ * caller has checked the MD range. */
+static __attribute__((noinline)) int
+get_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *md,
+           ptl_size_t local_offset, ptl_size_t length, ptl_pt_index_t pt_index,
+           ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr)
+{
+    if (length > st->direct_max ||
+        !xp_direct_get(r, rank, md->ni->slot, pt_index, st->uid, remote_offset, &md->region,
+                       local_offset, length))
+        return 0;
+    md_count(md, PTL_MD_EVENT_CT_REPLY, 1, length);
+    if (md->eq) {
+        xp_pkt_t h;
+        pkt_init(&h, st, XP_PKT_GET, md, pt_index, match_bits, remote_offset, user_ptr, 0,
+                 length);
+        h.mlength = length;
+        h.ptl_list = PTL_PRIORITY_LIST;
+        md_event(md, PTL_EVENT_REPLY, PTL_NI_OK, user_ptr, &h, local_offset);
+    }
+    return 1;
+}
+
 /* PtlGet's general path: every check in order, the full header, segments
  * for the target's RMA when the reply does not fit one packet. */
 static __attribute__((noinline)) int
@@ -1300,6 +1325,11 @@ get_full(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_size_t local_offset,
     rank = xp_ni_target_rank(md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
+    r = st->direct ? xp_tl_route(rank) : NULL;
+    if (r && xp_direct_maybe(r, md->ni->slot, pt_index) &&
+        get_direct(st, r, rank, md, local_offset, length, pt_index, match_bits, remote_offset,
+                   user_ptr))
+        return PTL_OK;
     pkt_init(&h, st, XP_PKT_GET, md, pt_index, match_bits, remote_offset, user_ptr, 0, length);
     h.local_offset = local_offset;
     /* A reply that fits one packet comes inline: the request is a bare
@@ -1384,6 +1414,12 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
                              !check_range(md, local_offset, length),
                          0))
         goto full;
+    /* Straight out of the target's shared heap when it publishes the entry
+     * (one load of a line nobody writes when it does not). */
+    if (__builtin_expect(st->direct && xp_direct_maybe(r, md->slot, pt_index), 0) &&
+        get_direct(st, r, rank, md, local_offset, length, pt_index, match_bits, remote_offset,
+                   user_ptr))
+        return PTL_OK;
     xp_md_expect(md);
     xp_tl_cell_t cell;
     xp_wire_sget_t *cw = ip ? xp_tl_inplace_reserve(ip, ring, sizeof(*cw), &cell) : NULL;

@@ -64,14 +64,14 @@ XP_CONFIG_VAR(shm_heap_size, SIZE, "XP_SHM_HEAP_SIZE", "256m", 0, 68719476736, "
               "Bytes of address space of each process's shared heap (xp_shmalloc; pages are "
               "allocated on first touch); transfers from/to a peer's heap are plain copies. 0: none")
 XP_CONFIG_VAR(shm_direct, BOOL, "XP_SHM_DIRECT", "1", 0, 0, "",
-              "Atomics and puts (up to XP_SHM_DIRECT_PUT_MAX) into an entry that lies in a peer's "
+              "Atomics and puts (up to XP_SHM_DIRECT_MAX) into an entry that lies in a peer's "
               "shared heap and asks for no target event or count are applied by the initiator "
               "through its mapping (a CPU atomic, a copy) instead of through the peer's ring and "
               "handler (ptl/direct.h); 0: always the ring")
-XP_CONFIG_VAR(shm_direct_put_max, SIZE, "XP_SHM_DIRECT_PUT_MAX", "0", 0, 1099511627776, "",
-              "Largest put that XP_SHM_DIRECT copies straight into a peer's shared heap, inside "
-              "PtlPut (from an iovec MD at most 4 KiB); larger ones take the ring, where the "
-              "target's CPU makes or shares the copy. 0: no limit")
+XP_CONFIG_VAR(shm_direct_max, SIZE, "XP_SHM_DIRECT_MAX", "0", 0, 1099511627776, "",
+              "Largest put or get that XP_SHM_DIRECT copies straight into or out of a peer's "
+              "shared heap, inside PtlPut / PtlGet (a put from an iovec MD at most 4 KiB); larger "
+              "ones take the ring, where the target's CPU makes or shares the copy. 0: no limit")
 /* clang-format on */
 /* clang-format off */
 XP_CONFIG_VAR(shm_split_min, SIZE, "XP_SHM_SPLIT_MIN", "128k", 0, 1099511627776, "",

@@ -2,7 +2,8 @@
 # shared heap, and what keeps them on the ring (mp_direct.c): inline
 # progress (the target makes no call while the path must serve), 2 and 4
 # ranks, the progress thread, the path turned off (XP_SHM_DIRECT=0: the
-# same results) and puts above 4 KiB kept on the ring (XP_SHM_DIRECT_PUT_MAX).
+# same results) and puts and gets above 4 KiB kept on the ring
+# (XP_SHM_DIRECT_MAX=4k).
 if(TARGET xprun)
   xp_mp_test(mp_direct NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_direct.c LIBS xp_ptl
              TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
@@ -10,8 +11,8 @@ if(TARGET xprun)
   xp_mp_test(mp_direct NP 2 SUFFIX _thread TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
   xp_mp_test(mp_direct NP 2 SUFFIX _off TIMEOUT 60 LABELS ptl
              ENV XP_PROGRESS=inline XP_SHM_DIRECT=0)
-  xp_mp_test(mp_direct NP 3 SUFFIX _putmax TIMEOUT 60 LABELS ptl
-             ENV XP_PROGRESS=inline XP_SHM_DIRECT_PUT_MAX=4k)
+  xp_mp_test(mp_direct NP 3 SUFFIX _max TIMEOUT 60 LABELS ptl
+             ENV XP_PROGRESS=inline XP_SHM_DIRECT_MAX=4k)
 endif()
 # The close handshake alone, one process, two threads (test_direct_close.c).
 xp_test(test_direct_close SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_direct_close.c LIBS xp_ptl

@@ -1,5 +1,5 @@
 /*
- * mp_direct - atomics and small puts applied by the initiator straight into
+ * mp_direct - atomics, puts and gets applied by the initiator straight to
  * the target's shared heap (ptl/direct.h), and what must keep them off it.
  *
  * Rank 0 is the target; it posts LEs on a non-matching NI, most over
@@ -31,10 +31,14 @@
  *  F. Puts above 4 KiB (5000 B, 64 KiB with SEND and ACK, 200 KiB) from a
  *     malloc buffer into a heap entry, each initiator into its own slice,
  *     while rank 0 makes no Portals call: copies inside PtlPut up to
- *     XP_SHM_DIRECT_PUT_MAX (0, the default: no limit); every byte checked.
+ *     XP_SHM_DIRECT_MAX (0, the default: no limit); every byte checked.
+ *  G. Gets out of an entry that takes gets only (8 B counted, 5000 B with
+ *     a REPLY event there when PtlGet returns, 64 KiB into an iovec MD)
+ *     while rank 0 makes no call; E checks that a put there is refused
+ *     (OP_VIOLATION) and a get past its end truncated, through the ring.
  * With XP_SHM_DIRECT=0 the same checks hold through the ring (A and F then
  * let rank 0 handle packets while it waits), and with
- * XP_SHM_DIRECT_PUT_MAX=4k F's puts take the ring: the first one's SEND
+ * XP_SHM_DIRECT_MAX=4k F's puts (and G's larger gets) take the ring: the first one's SEND
  * event is not there when PtlPut returns, rank 0 being asleep for 200 ms
  * (a direct put's is).
  */
@@ -60,6 +64,7 @@ enum {
     PT_NG = 16, /* heap, OP_PUT only */
     PT_NA = 17, /* heap, ACK_DISABLE */
     PT_L = 18,  /* heap, one SLICE per initiator: F */
+    PT_G = 19,  /* heap, OP_GET only, GSIZE bytes of a pattern: G */
 };
 
 #define REGION 4096      /* bytes of each heap entry */
@@ -74,14 +79,17 @@ enum {
 #define W_MIX 2          /* B */
 #define W_DONE_F 3       /* F: initiators finished */
 #define SLICE (320 * 1024) /* F: bytes of PT_L per initiator */
+#define W_DONE_G 4       /* G: initiators finished */
+#define GSIZE (96 * 1024) /* G: bytes of PT_G */
 #define W_OWN(r) (8 * (r))  /* per initiator r >= 1: 8 words */
 
 typedef struct ctx {
     int rank, size, direct;
-    int big_direct;              /* F's puts are direct (XP_SHM_DIRECT_PUT_MAX) */
+    int big_direct;              /* F's puts, G's gets are direct (XP_SHM_DIRECT_MAX) */
     int big_held;                /* ... or wait for rank 0, asleep for 200 ms first */
     int polls;                   /* watch() must handle packets (the ring serves) */
     unsigned char *big;          /* target: PT_L's memory; initiator: the source */
+    unsigned char *gmem;         /* target: PT_G's memory */
     ptl_handle_md_t md_big;      /* initiator: over big, events on ieq */
     ptl_handle_ni_t ni;
     ptl_process_t target;
@@ -117,6 +125,12 @@ static void post(ctx_t *c, int slot, ptl_pt_index_t pt, void *start, size_t len,
     XP_REQUIRE(PtlLEAppend(c->ni, pt, &le, PTL_PRIORITY_LIST, NULL, &c->le[slot]) == PTL_OK);
 }
 
+/* G's bytes: PT_G's at offset i. */
+static unsigned char get_byte(size_t i)
+{
+    return (unsigned char)(i * 13u + (i >> 8) + 5u);
+}
+
 static void target_setup(ctx_t *c)
 {
     const unsigned rw = PTL_LE_OP_PUT | PTL_LE_OP_GET, quiet = PTL_LE_EVENT_COMM_DISABLE;
@@ -143,6 +157,14 @@ static void target_setup(ctx_t *c)
                     .uid = PTL_UID_ANY, .options = rw | quiet | PTL_LE_EVENT_LINK_DISABLE };
     XP_REQUIRE(PtlPTAlloc(c->ni, 0, PTL_EQ_NONE, PT_L, &got) == PTL_OK);
     XP_REQUIRE(PtlLEAppend(c->ni, PT_L, &le, PTL_PRIORITY_LIST, NULL, &h) == PTL_OK);
+    XP_REQUIRE((c->gmem = xp_shmalloc(GSIZE)) != NULL);
+    for (size_t i = 0; i < GSIZE; i++)
+        c->gmem[i] = get_byte(i);
+    le.start = c->gmem;
+    le.length = GSIZE;
+    le.options = PTL_LE_OP_GET | quiet | PTL_LE_EVENT_LINK_DISABLE;
+    XP_REQUIRE(PtlPTAlloc(c->ni, 0, PTL_EQ_NONE, PT_G, &got) == PTL_OK);
+    XP_REQUIRE(PtlLEAppend(c->ni, PT_G, &le, PTL_PRIORITY_LIST, NULL, &h) == PTL_OK);
 }
 
 /* F's bytes: what initiator r puts at offset i of its slice. */
@@ -480,6 +502,20 @@ static void phase_e_initiator(ctx_t *c)
                       (ptl_size_t)(c->rank - 1) * SLICE + SLICE - 8192, NULL, 0) == PTL_OK);
     XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
     XP_REQUIRE(PtlMDRelease(h) == PTL_OK);
+    /* PT_G takes gets only: a put is refused (OP_VIOLATION in its ACK);
+     * a get past its end is truncated (mlength 8). */
+    XP_REQUIRE(PtlPut(c->md_ev, 0, 8, PTL_ACK_REQ, c->target, PT_G, 0, 0, NULL, 0) == PTL_OK);
+    ev_next(c, PTL_EVENT_SEND);
+    XP_CHECK_EQ(ct_next(c->ect, &c->nect), 1);
+    ev = ev_next(c, PTL_EVENT_ACK);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OP_VIOLATION);
+    XP_REQUIRE(PtlGet(c->md_ev, 0, 16, c->target, PT_G, 0, GSIZE - 8, NULL) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ect, &c->nect), 0);
+    ev = ev_next(c, PTL_EVENT_REPLY);
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+    XP_CHECK_EQ(ev.mlength, 8);
+    for (size_t i = 0; i < 8; i++)
+        XP_CHECK_EQ(((unsigned char *)c->lbuf)[i], get_byte(GSIZE - 8 + i));
 }
 
 static void phase_e(ctx_t *c)
@@ -584,6 +620,70 @@ static void phase_f(ctx_t *c)
     }
 }
 
+/* ---------------------------------------------------------------- G */
+
+/* n bytes at buf were read from PT_G at offset off. */
+static void check_got(const unsigned char *buf, size_t off, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += buf[i] != get_byte(off + i);
+    XP_CHECK_EQ(bad, 0);
+}
+
+static void phase_g_initiator(ctx_t *c)
+{
+    ptl_event_t ev;
+    /* 8 bytes on the compact path, counted on ict. */
+    XP_REQUIRE(PtlGet(c->md_ct, 0, 8, c->target, PT_G, 0, 24, NULL) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    check_got((unsigned char *)c->lbuf, 24, 8);
+    /* 5000 bytes with a REPLY event, there when PtlGet returns. */
+    memset(c->big, 0, 5000);
+    XP_REQUIRE(PtlGet(c->md_big, 0, 5000, c->target, PT_G, 0, 100, (void *)c) == PTL_OK);
+    if (c->big_direct) {
+        XP_CHECK_EQ(PtlEQGet(c->ieq, &ev), PTL_OK);
+        XP_CHECK_EQ(ev.type, PTL_EVENT_REPLY);
+    } else {
+        ev = ev_next(c, PTL_EVENT_REPLY);
+    }
+    XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);
+    XP_CHECK_EQ(ev.mlength, 5000);
+    XP_CHECK_EQ(ev.remote_offset, 100);
+    XP_CHECK(ev.user_ptr == (void *)c);
+    XP_CHECK(ev.start == (void *)c->big);
+    check_got(c->big, 100, 5000);
+    /* 64 KiB into two pieces of an iovec MD, counted. */
+    ptl_iovec_t iov[2] = { { c->big + 8192, 40000 }, { c->big + 60000, 25536 } };
+    ptl_md_t md = { .start = iov, .length = 2, .eq_handle = PTL_EQ_NONE, .ct_handle = c->ict,
+                    .options = PTL_IOVEC | PTL_MD_EVENT_CT_REPLY };
+    ptl_handle_md_t h;
+    XP_REQUIRE(PtlMDBind(c->ni, &md, &h) == PTL_OK);
+    XP_REQUIRE(PtlGet(h, 0, 65536, c->target, PT_G, 0, 7, NULL) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    check_got(c->big + 8192, 7, 40000);
+    check_got(c->big + 60000, 7 + 40000, 25536);
+    XP_REQUIRE(PtlMDRelease(h) == PTL_OK);
+    fadd(c, PT_D, W_DONE_G * 8, 1, NULL);
+}
+
+/* G. Gets straight out of the heap (an entry that takes gets only), while
+ * rank 0 makes no call: 8 B, 5000 B with a REPLY event, 64 KiB into an
+ * iovec MD. (E checked that a put there is refused and a get past the end
+ * truncated, through the ring.) */
+static void phase_g(ctx_t *c)
+{
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    if (c->rank != 0) {
+        phase_g_initiator(c);
+    } else {
+        c->polls = !c->big_direct; /* (over XP_SHM_DIRECT_MAX: the ring) */
+        watch(c, &region(c, 0)[W_DONE_G], (uint64_t)(c->size - 1), "gets done");
+        c->polls = !c->direct;
+    }
+    XP_REQUIRE(xp_barrier() == XP_OK);
+}
+
 int main(void)
 {
     ctx_t c;
@@ -593,8 +693,8 @@ int main(void)
     c.size = xp_size();
     c.direct = xp_config()->shm_direct;
     c.polls = !c.direct;
-    c.big_direct = c.direct && (xp_config()->shm_direct_put_max == 0 ||
-                                xp_config()->shm_direct_put_max >= 200 * 1024);
+    c.big_direct = c.direct && (xp_config()->shm_direct_max == 0 ||
+                                xp_config()->shm_direct_max >= 200 * 1024);
     /* (inline progress: nothing but rank 0's calls handles its ring) */
     c.big_held = c.direct && !c.big_direct && xp_config()->progress == 1;
     if (c.size < 2)
@@ -614,6 +714,7 @@ int main(void)
     phase_d(&c);
     phase_e(&c);
     phase_f(&c);
+    phase_g(&c);
     XP_REQUIRE(xp_barrier() == XP_OK);
     PtlNIFini(c.ni);
     PtlFini();
