@@ -595,19 +595,29 @@ static void phase_f_initiator(ctx_t *c)
     fadd(c, PT_D, W_DONE_F * 8, 1, NULL);
 }
 
-static void phase_f(ctx_t *c)
+/* F's and G's frame: the initiators run `initiator` and count on `word` of
+ * PT_D's region when done, while rank 0 watches that count (handling
+ * packets itself where the ring must serve: over XP_SHM_DIRECT_MAX); with
+ * `hold`, asleep for 200 ms first where the ring serves (big_held). */
+static void serve_large(ctx_t *c, void (*initiator)(ctx_t *), int word, const char *what,
+                        int hold)
 {
     XP_REQUIRE(xp_barrier() == XP_OK);
     if (c->rank != 0) {
-        phase_f_initiator(c);
+        initiator(c);
     } else {
-        if (c->big_held)
+        if (hold && c->big_held)
             usleep(200000);
         c->polls = !c->big_direct;
-        watch(c, &region(c, 0)[W_DONE_F], (uint64_t)(c->size - 1), "large puts done");
+        watch(c, &region(c, 0)[word], (uint64_t)(c->size - 1), what);
         c->polls = !c->direct;
     }
     XP_REQUIRE(xp_barrier() == XP_OK);
+}
+
+static void phase_f(ctx_t *c)
+{
+    serve_large(c, phase_f_initiator, W_DONE_F, "large puts done", 1);
     if (c->rank != 0)
         return;
     for (int r = 1; r < c->size; r++) {
@@ -673,15 +683,7 @@ static void phase_g_initiator(ctx_t *c)
  * truncated, through the ring.) */
 static void phase_g(ctx_t *c)
 {
-    XP_REQUIRE(xp_barrier() == XP_OK);
-    if (c->rank != 0) {
-        phase_g_initiator(c);
-    } else {
-        c->polls = !c->big_direct; /* (over XP_SHM_DIRECT_MAX: the ring) */
-        watch(c, &region(c, 0)[W_DONE_G], (uint64_t)(c->size - 1), "gets done");
-        c->polls = !c->direct;
-    }
-    XP_REQUIRE(xp_barrier() == XP_OK);
+    serve_large(c, phase_g_initiator, W_DONE_G, "gets done", 0);
 }
 
 int main(void)
