@@ -246,7 +246,7 @@ ucx_at() {
 # Candidates per measurement: name and the command that measures it.
 #   lat:     one-way latency (µs), half a ping-pong round trip; *_put: puts
 #            into the peer's mapped memory, polled there (xportals_put: our
-#            shared heap, 8 B only)
+#            shared heap; above 8 B a put of the data, then one of the flag)
 #   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages (xportals_heap:
 #            both buffers in our shared heap)
 #   msgrate: messages per second, windows of 256 messages of 8 B
@@ -290,9 +290,10 @@ command_for() {
     case "$b/$i" in
     lat/xportals_le) xp ptl_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/xportals_me) xp ptl_pingpong --me $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
-    lat/xportals_put) # 8 B puts into the peer's shared heap, both sides polling the
-        # flag in memory (ptl/direct.h's copy through the mapping), as ucx_put
-        xp ptl_flag_pingpong --heap --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/xportals_put) # puts into the peer's shared heap, both sides polling the flag
+        # in memory (ptl/direct.h's copies through the mapping), as ucx_put; above 8 B
+        # the data, then the flag (two puts)
+        xp ptl_flag_pingpong --heap $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/mpich) mpich --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/mpich_put) mpich --mode put_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/openmpi) openmpi --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;

@@ -96,8 +96,7 @@ static xp_status_t first_init(xp_ptl_state_t *st)
     st->size = xp_size();
     st->uid = (uint32_t)getuid();
     st->direct = xp_config()->shm_direct;
-    st->direct_max = xp_config()->shm_direct_max ? xp_config()->shm_direct_max
-                                                         : SIZE_MAX;
+    st->direct_max = xp_config()->shm_direct_max ? xp_config()->shm_direct_max : SIZE_MAX;
     st->reply_memo.rank = -1; /* (no handler runs yet) */
     rc = tables_init(st);
     if (rc != XP_OK)
