@@ -287,6 +287,16 @@ xp_status_t xp_config_load_env(char **envp, xp_config_t *cfg)
     return load_env(envp, cfg, NULL);
 }
 
+xp_status_t xp_config_read_one(size_t idx, xp_config_t *cfg)
+{
+    if (!cfg || idx >= XP_CFG_NUM_VARS)
+        return XP_ERR_INVALID;
+    set_defaults(cfg);
+    const char *text = getenv(table[idx].name);
+    char err[256]; /* (the rank reports it) */
+    return text ? xp_config_parse(idx, text, cfg, err, sizeof err) : XP_OK;
+}
+
 static void load_once(void)
 {
     /* Messages printed while loading use the default level (no recursion). */

@@ -60,6 +60,11 @@ xp_status_t xp_config_parse(size_t idx, const char *text, xp_config_t *cfg, char
 /* Fill cfg from an environment array (NULL-terminated "K=V" strings); warns
  * about unknown XP_* names; returns XP_ERR_CONFIG if any value was bad. */
 xp_status_t xp_config_load_env(char **envp, xp_config_t *cfg);
+/* Row idx alone from the environment into cfg (every other field its
+ * default), silently: for a launcher that reads one setting and passes the
+ * environment on to programs that read (and check) all of it. XP_OK, or
+ * XP_ERR_CONFIG for a bad value (the field keeps its default). */
+xp_status_t xp_config_read_one(size_t idx, xp_config_t *cfg);
 /* The valid variable name closest to `name` (edit distance), or NULL. */
 const char *xp_config_closest(const char *name);
 /* Parse "64k", "4M", "1g", "123" into bytes. */

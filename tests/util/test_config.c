@@ -230,6 +230,33 @@ static void test_process_env(void)
     }
 }
 
+/* One row alone, silently (xprun's XP_MALLOC_HUGEPAGES): the others keep
+ * their defaults whatever the environment says; nothing is printed about
+ * the other variables; a bad value keeps the default. */
+static void test_read_one(void)
+{
+    xp_config_t cfg;
+    capture_t cap;
+    setenv("XP_MALLOC_HUGEPAGES", "0", 1);
+    setenv("XP_SPIN_COUNT", "77", 1);
+    setenv("XP_NO_SUCH_THING", "1", 1);
+    capture_begin(&cap);
+    XP_CHECK_EQ(xp_config_read_one(XP_CFG_IDX_malloc_hugepages, &cfg), XP_OK);
+    const char *out = capture_end(&cap);
+    XP_CHECK_EQ(cfg.malloc_hugepages, 0);
+    XP_CHECK_EQ(cfg.spin_count, 2000);
+    XP_CHECK_STR(out, "");
+    setenv("XP_MALLOC_HUGEPAGES", "maybe", 1);
+    XP_CHECK_EQ(xp_config_read_one(XP_CFG_IDX_malloc_hugepages, &cfg), XP_ERR_CONFIG);
+    XP_CHECK_EQ(cfg.malloc_hugepages, 1);
+    unsetenv("XP_MALLOC_HUGEPAGES");
+    XP_CHECK_EQ(xp_config_read_one(XP_CFG_IDX_malloc_hugepages, &cfg), XP_OK);
+    XP_CHECK_EQ(cfg.malloc_hugepages, 1);
+    XP_CHECK_EQ(xp_config_read_one(XP_CFG_NUM_VARS, &cfg), XP_ERR_INVALID);
+    XP_CHECK_EQ(xp_config_read_one(0, NULL), XP_ERR_INVALID);
+    unsetenv("XP_NO_SUCH_THING");
+}
+
 int main(void)
 {
     unsetenv("XP_LOG_LEVEL");
@@ -244,5 +271,6 @@ int main(void)
     test_enum();
     test_closest();
     test_load_env();
+    test_read_one();
     return xp_test_result();
 }

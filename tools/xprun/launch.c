@@ -51,11 +51,14 @@ static const char *xprun_tunables(const char *cur, char *out, size_t len)
     return n > 0 && (size_t)n < len ? out : NULL;
 }
 
-/* XP_MALLOC_HUGEPAGES, read in the child so that -x settings count. */
+/* XP_MALLOC_HUGEPAGES, read in the child so that -x settings count (alone:
+ * the rank's library reports the environment's other XP_* variables). */
 static void malloc_hugepages(void)
 {
     char buf[4096];
-    if (!xp_config()->malloc_hugepages)
+    xp_config_t cfg;
+    xp_config_read_one(XP_CFG_IDX_malloc_hugepages, &cfg);
+    if (!cfg.malloc_hugepages)
         return;
     const char *v = xprun_tunables(getenv("GLIBC_TUNABLES"), buf, sizeof buf);
     if (v)
