@@ -72,7 +72,7 @@ static void exchange(int round)
     XP_CHECK_EQ(xp_kv_put(key, big, sizeof big), XP_OK);
     char small[32];
     snprintf(small, sizeof small, "r%d-round%d", rank, round);
-    char skey[16];
+    char skey[24]; /* "small" and any int */
     snprintf(skey, sizeof skey, "small%d", round);
     XP_CHECK_EQ(xp_kv_put(skey, small, strlen(small) + 1), XP_OK);
     XP_CHECK_EQ(xp_kv_put(round ? "empty1" : "empty0", NULL, 0), XP_OK);
