@@ -855,6 +855,16 @@ static __attribute__((noinline, cold)) int put_general(int rank, xp_md_t *md, xp
     return PTL_OK;
 }
 
+/* The route to rank when its target publishes a direct entry on (slot,
+ * pt_index) (ptl/direct.h), else NULL: the general paths' look before a
+ * direct access (the compact ones have the route from their memo). */
+static inline const xp_tl_route_t *direct_route(const xp_ptl_state_t *st, int rank, int slot,
+                                                ptl_pt_index_t pt_index)
+{
+    const xp_tl_route_t *r = st->direct ? xp_tl_route(rank) : NULL;
+    return r && xp_direct_maybe(r, slot, pt_index) ? r : NULL;
+}
+
 /* The len bytes at off of md for a direct access (ptl/direct.h): where
  * they are in a plain MD, else gathered into buf (len bytes). */
 static const void *direct_source(const xp_md_t *md, ptl_size_t off, ptl_size_t len,
@@ -926,10 +936,9 @@ put_full(xp_ptl_state_t *st, int rank, xp_md_t *md, ptl_size_t local_offset, ptl
     const void *payload = (const char *)((uintptr_t)md->region.start + local_offset);
     xp_status_t rc;
 
-    r = st->direct ? xp_tl_route(rank) : NULL;
-    if (r && xp_direct_maybe(r, md->ni->slot, pt_index) &&
-        put_direct(st, r, rank, md, local_offset, length, ack_req, pt_index, match_bits,
-                   remote_offset, user_ptr, hdr_data))
+    r = direct_route(st, rank, md->ni->slot, pt_index);
+    if (r && put_direct(st, r, rank, md, local_offset, length, ack_req, pt_index, match_bits,
+                        remote_offset, user_ptr, hdr_data))
         return PTL_OK;
     pkt_init(&h, st, XP_PKT_PUT, md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
              length);
@@ -1325,10 +1334,9 @@ get_full(xp_ptl_state_t *st, ptl_handle_md_t md_handle, ptl_size_t local_offset,
     rank = xp_ni_target_rank(md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    r = st->direct ? xp_tl_route(rank) : NULL;
-    if (r && xp_direct_maybe(r, md->ni->slot, pt_index) &&
-        get_direct(st, r, rank, md, local_offset, length, pt_index, match_bits, remote_offset,
-                   user_ptr))
+    r = direct_route(st, rank, md->ni->slot, pt_index);
+    if (r && get_direct(st, r, rank, md, local_offset, length, pt_index, match_bits,
+                        remote_offset, user_ptr))
         return PTL_OK;
     pkt_init(&h, st, XP_PKT_GET, md, pt_index, match_bits, remote_offset, user_ptr, 0, length);
     h.local_offset = local_offset;
@@ -1530,11 +1538,10 @@ static int atomic_common(xp_ptl_state_t *st, xp_md_t *get_md, ptl_size_t local_g
     rank = xp_ni_target_rank(put_md->ni, target_id);
     if (rank < 0)
         return PTL_ARG_INVALID;
-    const xp_tl_route_t *r = st->direct ? xp_tl_route(rank) : NULL;
-    if (r && xp_direct_maybe(r, put_md->ni->slot, pt_index) &&
-        atomic_direct(st, r, rank, get_md, local_get_offset, put_md, local_put_offset, length,
-                      ack_req, pt_index, match_bits, remote_offset, user_ptr, hdr_data, operand,
-                      op, dt, kind))
+    const xp_tl_route_t *r = direct_route(st, rank, put_md->ni->slot, pt_index);
+    if (r && atomic_direct(st, r, rank, get_md, local_get_offset, put_md, local_put_offset,
+                           length, ack_req, pt_index, match_bits, remote_offset, user_ptr,
+                           hdr_data, operand, op, dt, kind))
         return PTL_OK;
     atomic_hdr(&h, st, get_md, put_md, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
                length, ack_req, op, dt, kind);
