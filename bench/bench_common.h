@@ -99,7 +99,7 @@ static inline void bench_usage(const char *prog, const char *extra)
 {
     fprintf(stderr,
             "usage: %s [--min-size B] [--max-size B] [--iters N] [--warmup N] [--reps N]\n"
-            "          [--window N] %s\n"
+            "          %s\n"
             "sizes accept k/m suffixes (KiB, MiB)\n",
             prog, extra ? extra : "");
     exit(2);
@@ -125,13 +125,35 @@ static inline long bench_parse_long(const char *s)
     return *end || v < 0 ? -1 : v;
 }
 
+/* Whether option `a` is one that `extra` (the benchmark's usage text past
+ * the sizes, iterations and repetitions every benchmark takes) lists: an
+ * option a benchmark does not honour is refused, not silently ignored (a
+ * run with --me or --heap must measure what it says). */
+static inline int bench_takes(const char *extra, const char *a)
+{
+    size_t n = strlen(a);
+    for (const char *p = extra; p && (p = strstr(p, a)) != NULL; p += n)
+        if ((p == extra || p[-1] == '[') && (p[n] == ']' || p[n] == ' '))
+            return 1;
+    return 0;
+}
+
 /* Parses the common options into b (b's defaults are set by the caller). */
 static inline void bench_parse(bench_t *b, int argc, char **argv, const char *extra)
 {
+    static const char *const base[] = { "--min-size", "--max-size", "--size", "--iters",
+                                        "--warmup", "--reps", "-h", "--help" };
     b->bits = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long *lp = NULL;
+        size_t k = 0;
+        while (k < sizeof(base) / sizeof(base[0]) && strcmp(a, base[k]))
+            k++;
+        if (k == sizeof(base) / sizeof(base[0]) && !bench_takes(extra, a)) {
+            fprintf(stderr, "%s: option %s is not one this benchmark takes\n", argv[0], a);
+            bench_usage(argv[0], extra);
+        }
         if (!strcmp(a, "--me")) { b->use_me = 1; continue; }
         if (!strcmp(a, "--any-source")) { b->any_source = 1; continue; }
         if (!strcmp(a, "--heap")) { b->heap = 1; continue; }
@@ -413,7 +435,7 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
     ptl_handle_ct_t rct;
     ptl_ct_event_t ev;
     int peer = 1 - b->rank, active = b->rank < 2 && b->size >= 2;
-    char *rbuf = bench_alloc(b->max_size), *sbuf = bench_alloc(b->max_size);
+    char *rbuf = bench_alloc_buf(b, b->max_size), *sbuf = bench_alloc_buf(b, b->max_size);
     ptl_handle_any_t *others = calloc((size_t)extra + 1, sizeof(*others));
     double *v = calloc((size_t)b->reps, sizeof(*v));
     uint64_t count = 0;
@@ -458,9 +480,10 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
         bench_stats_t st = bench_stats(v, b->reps);
         if (b->rank == 0)
             printf("bench=%s list=%s size=%zu iters=%ld reps=%ld posted=%ld any_source=%d "
-                   "bits=%#llx median_us=%.3f min_us=%.3f p90_us=%.3f\n",
+                   "bits=%#llx median_us=%.3f min_us=%.3f p90_us=%.3f buffers=%s\n",
                    name, matching ? "me" : "le", size, iters, b->reps, extra, b->any_source,
-                   (unsigned long long)bits, st.median, st.min, st.p90);
+                   (unsigned long long)bits, st.median, st.min, st.p90,
+                   b->heap ? "heap" : "malloc");
         fflush(stdout);
     }
 
@@ -477,8 +500,8 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
     PtlNIFini(ni);
     free(others);
     free(v);
-    free(rbuf);
-    free(sbuf);
+    bench_free_buf(b, rbuf);
+    bench_free_buf(b, sbuf);
 }
 
 /* ------------------------------------------------------------ streaming */

@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 {
     bench_t b = { .min_size = 8, .max_size = 4 << 20, .iters = 200, .warmup = 5, .reps = 5,
                   .window = 64 };
-    bench_init(&b, argc, argv, "[--heap]");
+    bench_init(&b, argc, argv, "[--window N] [--heap]");
     bench_stream(&b, report);
     bench_fini(&b);
     return 0;

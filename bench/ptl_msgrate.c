@@ -2,7 +2,7 @@
  * bench/ptl_msgrate.c - message rate of small puts from rank 0 to rank 1
  * (windows of puts on an LE, each window completed by counting acks).
  *
- *   xprun -n 2 ptl_msgrate [--size 8] [--window 256] [--iters 200]
+ *   xprun -n 2 ptl_msgrate [--size 8] [--window 256] [--iters 200] [--heap]
  */
 #include "bench_common.h"
 
@@ -20,7 +20,7 @@ int main(int argc, char **argv)
 {
     bench_t b = { .min_size = 8, .max_size = 8, .iters = 200, .warmup = 5, .reps = 5,
                   .window = 256 };
-    bench_init(&b, argc, argv, NULL);
+    bench_init(&b, argc, argv, "[--window N] [--heap]");
     bench_stream(&b, report);
     bench_fini(&b);
     return 0;

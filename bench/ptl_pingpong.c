@@ -3,11 +3,13 @@
  *
  *   xprun -n 2 ptl_pingpong [--min-size 0] [--max-size 4m] [--iters 10000]
  *                           [--reps 11] [--me [--posted N [--any-source]]]
- *                           [--bits N]
+ *                           [--bits N] [--heap]
  *
  * Default: an LE on a non-matching NI; --me: an ME on a matching NI. The
  * puts carry match bits 0x42 (--bits: others; with 0, as an OpenSHMEM put,
- * a small put takes the 24-byte wire form).
+ * a small put takes the 24-byte wire form). --heap: both buffers from
+ * xp_shmalloc (the target's entry counts, so its puts still take the ring:
+ * ptl_flag_pingpong --heap measures the direct path).
  */
 #include "bench_common.h"
 
@@ -15,7 +17,7 @@ int main(int argc, char **argv)
 {
     bench_t b = { .min_size = 0, .max_size = 4 << 20, .iters = 10000, .warmup = 100,
                   .reps = 11, .window = 1 };
-    bench_init(&b, argc, argv, "[--me] [--posted N] [--any-source] [--bits N]");
+    bench_init(&b, argc, argv, "[--me] [--posted N] [--any-source] [--bits N] [--heap]");
     bench_pingpong(&b, "ptl_pingpong", b.use_me);
     bench_fini(&b);
     return 0;

@@ -14,6 +14,7 @@ if(XP_BUILD_BENCH AND TARGET xprun)
   set(_xp_bench_smoke
     "ptl_pingpong|--max-size 4k --iters 50 --reps 2"
     "ptl_pingpong|--me --max-size 64 --iters 50 --reps 2"
+    "ptl_pingpong|--heap --max-size 16k --iters 50 --reps 2"
     "ptl_match_pingpong|--posted 100 --iters 50 --reps 2"
     "ptl_bw|--max-size 64k --iters 5 --reps 2"
     "ptl_msgrate|--iters 5 --reps 2"
@@ -33,6 +34,11 @@ if(XP_BUILD_BENCH AND TARGET xprun)
     endif()
     math(EXPR _i "${_i} + 1")
   endforeach()
+  # An option a benchmark does not honour is refused (exit 2), before any
+  # Portals call: ptl_msgrate has no ME variant.
+  add_test(NAME bench_smoke_option_refused COMMAND $<TARGET_FILE:ptl_msgrate> --me)
+  set_tests_properties(bench_smoke_option_refused PROPERTIES TIMEOUT 20 LABELS "bench"
+                       PASS_REGULAR_EXPRESSION "option --me is not one this benchmark takes")
 endif()
 # The probe compare.sh labels trials with: both of its figures, and a bad
 # command line refused (exit 2).
