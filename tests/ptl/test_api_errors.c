@@ -3,7 +3,8 @@
  * NI-level interfaces: every call before PtlInit, PtlInit/PtlFini reference
  * counting, PtlNIInit variants and limits, identity and maps, PT allocation,
  * LE/MD/CT/EQ argument checking, stale and wrong-type handles, NULL output
- * pointers, EQ overflow, CT wait rules, bundles, PtlAbort. The few data
+ * pointers, EQ overflow, CT wait rules, bundles, PtlAbort; the matching
+ * and triggered calls' argument checks. The few data
  * movements go to this process itself (loopback), so no launcher is needed.
  */
 #include <portals4.h>
@@ -30,6 +31,36 @@ static ptl_process_t self_rank(void)
     memset(&p, 0, sizeof(p));
     p.rank = 0;
     return p;
+}
+
+/* before_init's matching and triggered calls. */
+static void before_init_matching(ptl_handle_ni_t ni, ptl_handle_ct_t ct, ptl_handle_any_t h,
+                                 ptl_process_t p)
+{
+    ptl_me_t me = { 0 };
+    ptl_le_t le = { 0 };
+    ptl_ct_event_t cte = { 1, 0 };
+    uint64_t operand = 0;
+
+    XP_CHECK_EQ(PtlMEAppend(ni, 1, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlMEUnlink(h), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlMESearch(ni, 1, &me, PTL_SEARCH_ONLY, NULL), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlCTCancelTriggered(ct), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredCTSet(ct, cte, ct, 1), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredGet(h, 0, 8, p, 1, 0, 0, NULL, ct, 1), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredAtomic(h, 0, 8, PTL_NO_ACK_REQ, p, 1, 0, 0, NULL, 0, PTL_SUM,
+                                   PTL_UINT64_T, ct, 1),
+                PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredFetchAtomic(h, 0, h, 0, 8, p, 1, 0, 0, NULL, 0, PTL_SUM,
+                                        PTL_UINT64_T, ct, 1),
+                PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredSwap(h, 0, h, 0, 8, p, 1, 0, 0, NULL, 0, &operand, PTL_CSWAP,
+                                 PTL_UINT64_T, ct, 1),
+                PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredLEAppend(ni, 1, &le, PTL_PRIORITY_LIST, NULL, &h, ct, 1), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredMEAppend(ni, 1, &me, PTL_PRIORITY_LIST, NULL, &h, ct, 1), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredLEUnlink(h, ct, 1), PTL_NO_INIT);
+    XP_CHECK_EQ(PtlTriggeredMEUnlink(h, ct, 1), PTL_NO_INIT);
 }
 
 /* Every call before PtlInit: PTL_NO_INIT, never a crash. */
@@ -98,6 +129,7 @@ static void before_init(void)
     XP_CHECK_EQ(PtlAbort(), PTL_NO_INIT);
     XP_CHECK_EQ(PtlTriggeredPut(h, 0, 0, PTL_NO_ACK_REQ, p, 1, 0, 0, NULL, 0, ct, 1), PTL_NO_INIT);
     XP_CHECK_EQ(PtlTriggeredCTInc(ct, cte, ct, 1), PTL_NO_INIT);
+    before_init_matching(ni, ct, h, p);
 }
 
 /* PtlInit/PtlFini nest; PtlFini of the last reference frees everything. */
@@ -710,6 +742,89 @@ static void abort_waiters(ptl_handle_ni_t ni)
     XP_CHECK_EQ(PtlCTFree(w.ct), PTL_OK);
 }
 
+/* ME calls and triggered operations with bad arguments: PTL_ARG_INVALID,
+ * nothing posted (a threshold of 1000 is never reached here). ni is
+ * non-matching with its CT ct and MD md; mni is matching, pt allocated. */
+static void me_trig_args(ptl_handle_ni_t ni, ptl_handle_ni_t mni, ptl_pt_index_t pt,
+                         ptl_handle_ct_t ct, ptl_handle_md_t md)
+{
+    static char buf[64];
+    const ptl_handle_ct_t bad = (ptl_handle_ct_t)0x12345678;
+    ptl_process_t p = self_rank();
+    ptl_me_t me = { .start = buf, .length = sizeof(buf), .ct_handle = PTL_CT_NONE,
+                    .options = PTL_ME_OP_PUT };
+    ptl_le_t le = { .start = buf, .length = sizeof(buf), .ct_handle = PTL_CT_NONE };
+    ptl_ct_event_t one = { 1, 0 }, both = { 1, 1 };
+    ptl_handle_any_t h;
+    uint64_t operand = 0;
+
+    me.match_id.rank = PTL_RANK_ANY;
+    XP_CHECK_EQ(PtlMEAppend(ni, 0, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMEAppend(mni, pt, NULL, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMEAppend(mni, pt, &me, PTL_PRIORITY_LIST, NULL, NULL), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMEAppend(mni, pt, &me, (ptl_list_t)7, NULL, &h), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMEAppend(mni, 100000, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+    me.ct_handle = bad;
+    XP_CHECK_EQ(PtlMEAppend(mni, pt, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+    me.ct_handle = ct; /* another NI's CT */
+    XP_CHECK_EQ(PtlMEAppend(mni, pt, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+    me.ct_handle = PTL_CT_NONE;
+    XP_CHECK_EQ(PtlMEUnlink(bad), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMEUnlink(md), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMESearch(mni, pt, &me, (ptl_search_op_t)9, NULL), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMESearch(mni, pt, NULL, PTL_SEARCH_ONLY, NULL), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMESearch(ni, 0, &me, PTL_SEARCH_ONLY, NULL), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlCTCancelTriggered(bad), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlCTCancelTriggered(md), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredCTInc(bad, one, ct, 1000), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredCTInc(ct, one, bad, 1000), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredCTInc(ct, both, ct, 1000), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredCTSet(bad, one, ct, 1000), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredPut(bad, 0, 8, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredPut(md, 0, 8, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, bad, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredPut(md, 0, 8, (ptl_ack_req_t)99, p, 0, 0, 0, NULL, 0, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredGet(md, 0, 8, p, 0, 0, 0, NULL, bad, 1000), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredAtomic(md, 0, 8, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, (ptl_op_t)99,
+                                   PTL_UINT64_T, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredAtomic(md, 0, 7, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, PTL_SUM,
+                                   PTL_UINT64_T, ct, 1000),
+                PTL_ARG_INVALID);
+    /* PTL_SWAP is PtlSwap's, not PtlFetchAtomic's */
+    XP_CHECK_EQ(PtlTriggeredFetchAtomic(md, 0, md, 0, 8, p, 0, 0, 0, NULL, 0, PTL_SWAP,
+                                        PTL_UINT64_T, ct, 1000),
+                PTL_ARG_INVALID);
+    /* CSWAP without its operand, and on more than one element */
+    XP_CHECK_EQ(PtlTriggeredSwap(md, 0, md, 0, 8, p, 0, 0, 0, NULL, 0, NULL, PTL_CSWAP,
+                                 PTL_UINT64_T, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredSwap(md, 0, md, 0, 16, p, 0, 0, 0, NULL, 0, &operand, PTL_CSWAP,
+                                 PTL_UINT64_T, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredLEAppend(ni, 0, NULL, PTL_PRIORITY_LIST, NULL, &h, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredLEAppend(ni, 0, &le, PTL_PRIORITY_LIST, NULL, &h, bad, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredLEAppend(ni, 0, &le, PTL_PRIORITY_LIST, NULL, NULL, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredMEAppend(ni, 0, &me, PTL_PRIORITY_LIST, NULL, &h, ct, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredLEUnlink(bad, ct, 1000), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredMEUnlink(md, ct, 1000), PTL_ARG_INVALID);
+    /* A CT freed with an operation waiting on it takes no more. */
+    ptl_handle_ct_t gone;
+    XP_REQUIRE(PtlCTAlloc(ni, &gone) == PTL_OK);
+    XP_CHECK_EQ(PtlTriggeredPut(md, 0, 8, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, gone, 1000),
+                PTL_OK);
+    XP_CHECK_EQ(PtlCTFree(gone), PTL_OK);
+    XP_CHECK_EQ(PtlTriggeredPut(md, 0, 8, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, gone, 1000),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlCTCancelTriggered(gone), PTL_ARG_INVALID);
+}
+
 int main(void)
 {
     ptl_handle_ni_t ni, mni, phys;
@@ -741,6 +856,19 @@ int main(void)
     pt_alloc(ni, eq, lim.max_pt_index);
     le_append(ni, mni, ct, eq);
     md_bind(ni, ct, eq);
+    {
+        ptl_md_t d = { .start = NULL, .length = 64, .eq_handle = PTL_EQ_NONE,
+                       .ct_handle = PTL_CT_NONE };
+        static char mbuf[64];
+        ptl_handle_md_t dh;
+        ptl_pt_index_t mpt;
+        d.start = mbuf;
+        XP_REQUIRE(PtlMDBind(ni, &d, &dh) == PTL_OK);
+        XP_REQUIRE(PtlPTAlloc(mni, 0, PTL_EQ_NONE, PTL_PT_ANY, &mpt) == PTL_OK);
+        me_trig_args(ni, mni, mpt, ct, dh);
+        XP_CHECK_EQ(PtlPTFree(mni, mpt), PTL_OK);
+        XP_CHECK_EQ(PtlMDRelease(dh), PTL_OK);
+    }
     XP_CHECK_EQ(PtlCTFree(ct), PTL_OK);
     ct_calls(ni, eq);
     eq_calls(ni);
