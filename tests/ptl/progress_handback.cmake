@@ -26,3 +26,10 @@ if(TARGET xprun)
                          PROPERTIES RUN_SERIAL TRUE)
   endforeach()
 endif()
+# An idle rank costs < 1 % of a CPU, waiting in PtlCTWait or computing
+# outside the library, in both progress modes (mp_idle.c).
+if(TARGET xprun)
+  xp_mp_test(mp_idle NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_idle.c
+             LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+  xp_mp_test(mp_idle NP 2 SUFFIX _inline TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
+endif()
