@@ -36,6 +36,7 @@ typedef struct {
     long   bits;           /* ping-pong match bits; -1: the default, 0x42 */
     int    use_me, any_source;
     int    heap;           /* --heap: buffers from xp_shmalloc (benchmarks that list it) */
+    int    uncounted;      /* --uncounted: the streams' target entry counts nothing */
     /* identity */
     int rank, size;
     /* barrier */
@@ -157,6 +158,7 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
         if (!strcmp(a, "--me")) { b->use_me = 1; continue; }
         if (!strcmp(a, "--any-source")) { b->any_source = 1; continue; }
         if (!strcmp(a, "--heap")) { b->heap = 1; continue; }
+        if (!strcmp(a, "--uncounted")) { b->uncounted = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || !v)
             bench_usage(argv[0], extra);
         if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size") || !strcmp(a, "--size")) {
@@ -507,8 +509,10 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
 /* ------------------------------------------------------------ streaming */
 
 /* Rank 0 streams windows of b->window puts to rank 1 and waits for their
- * counting acknowledgements; rank 1 waits on its LE counter. Per size, the
- * result of each repetition is seconds for b->window * iters messages.
+ * counting acknowledgements; rank 1 waits on its LE counter, or with
+ * --uncounted (an OpenSHMEM target: its entry counts nothing) makes no call
+ * until the barrier after the last size. Per size, the result of each
+ * repetition is seconds for b->window * iters messages.
  * report(b, size, iters, v_seconds) prints (rank 0). */
 typedef void (*bench_report_t)(const bench_t *b, size_t size, long iters, double *sec);
 
@@ -529,11 +533,14 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     BENCH_CHECK(PtlCTAlloc(ni, &rct));
     BENCH_CHECK(PtlCTAlloc(ni, &act));
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt));
-    ptl_handle_any_t recv = bench_post(ni, 0, pt, rbuf, b->max_size, rct, 0, bench_peer(0), 0);
+    ptl_handle_any_t recv = bench_post(ni, 0, pt, rbuf, b->max_size,
+                                       b->uncounted ? PTL_CT_NONE : rct, 0, bench_peer(0), 0);
     ptl_handle_md_t md = bench_md(ni, sbuf, b->max_size, PTL_MD_EVENT_CT_ACK, act);
     bench_barrier(b);
 
-    for (size_t size = b->min_size; active && size <= b->max_size; size = bench_next_size(size)) {
+    for (size_t size = b->min_size; active && (b->rank == 0 || !b->uncounted) &&
+                                    size <= b->max_size;
+         size = bench_next_size(size)) {
         /* at most ~256 MiB per repetition */
         double cap = 268435456.0 / ((double)(size ? size : 1) * (double)b->window);
         long iters = cap < (double)b->iters ? (long)cap : b->iters;

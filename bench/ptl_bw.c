@@ -5,6 +5,9 @@
  * (xp_shmalloc), which the target copies from through its mapping.
  *
  *   xprun -n 2 ptl_bw [--min-size 8] [--max-size 4m] [--window 64] [--iters 200] [--heap]
+ *                     [--uncounted]
+ *
+ * --uncounted: the target's entry counts nothing (ptl_msgrate.c).
  */
 #include "bench_common.h"
 
@@ -14,16 +17,17 @@ static void report(const bench_t *b, size_t size, long iters, double *sec)
     double bytes = (double)size * (double)b->window * (double)iters;
     bench_stats_t st = bench_stats(sec, b->reps); /* sorted: fastest first */
     printf("bench=ptl_bw size=%zu buffers=%s window=%ld iters=%ld reps=%ld median_gbs=%.3f "
-           "max_gbs=%.3f p10_gbs=%.3f\n",
+           "max_gbs=%.3f p10_gbs=%.3f target=%s\n",
            size, b->heap ? "heap" : "malloc", b->window, iters, b->reps,
-           bytes / st.median * 1e-9, bytes / st.min * 1e-9, bytes / st.p90 * 1e-9);
+           bytes / st.median * 1e-9, bytes / st.min * 1e-9, bytes / st.p90 * 1e-9,
+           b->uncounted ? "uncounted" : "counted");
 }
 
 int main(int argc, char **argv)
 {
     bench_t b = { .min_size = 8, .max_size = 4 << 20, .iters = 200, .warmup = 5, .reps = 5,
                   .window = 64 };
-    bench_init(&b, argc, argv, "[--window N] [--heap]");
+    bench_init(&b, argc, argv, "[--window N] [--heap] [--uncounted]");
     bench_stream(&b, report);
     bench_fini(&b);
     return 0;
