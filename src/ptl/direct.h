@@ -31,6 +31,23 @@
  * PtlPTDisable or PtlNIFini returns - no initiator touches the buffer, and
  * an initiator that saw it open saw the offset and length of that opening.
  *
+ * Where the target can issue a global membarrier (XP_DIRECT_ASYM), an
+ * initiator thread that takes them (its window's asym) and owns one of its
+ * process's XP_DIRECT_THREADS busy words in the target's meta bytes uses
+ * the asymmetric form instead, once it has registered for the descriptor's
+ * current opening: a plain store of the descriptor's id into its busy
+ * word, then the reads of `open` and of the opening's number `gen` (still
+ * the one registered for); a plain store of 0 after the access. It
+ * registers on an access by the locked form: inside that hold it sets
+ * `asym_used` and notes (id, gen) beside its busy word. The close stores 0
+ * in `open`, fences, waits for `inflight`; then, if the opening has
+ * `asym_used`, issues the membarrier (a full barrier in every such
+ * initiator thread: either its read of `open` comes after it, or its store
+ * of the id is visible after it) and waits until no busy word holds the
+ * descriptor's id. An access costs no locked instruction after the first
+ * of an opening; a close costs a membarrier (a few microseconds) only
+ * where some initiator used the busy words since the opening.
+ *
  * Order: an initiator takes the direct path only when the target has
  * handled every request it sent there before (the transport's quiet():
  * ring cells are released after their handler), so a put sent earlier is
@@ -71,7 +88,12 @@ enum {
     XP_DIRECT_GET = 1u << 1,   /* ... which has PTL_LE_OP_GET (gets; with PUT: fetch, swap) */
     XP_DIRECT_NOACK = 1u << 2, /* ... and PTL_LE_ACK_DISABLE */
     XP_DIRECT_PUT = 1u << 3,   /* ... which has PTL_LE_OP_PUT (puts, atomics) */
+    XP_DIRECT_ASYM = 1u << 4,  /* its owner closes with a global membarrier (busy words) */
 };
+
+/* Busy words per process in a target's meta bytes (the threads of an
+ * initiator that may access without a locked instruction). */
+#define XP_DIRECT_THREADS 4
 
 #define XP_DIRECT_PTS 256 /* PT indexes per NI slot: max_pt_index is at most 255 */
 
@@ -84,6 +106,8 @@ typedef struct xp_direct_desc {
     uint32_t uid;      /* the uid the entry accepts, PTL_UID_ANY: any */
     uint64_t off;      /* the entry's buffer: offset in the heap ... */
     uint64_t len;      /* ... and length (set while closed) */
+    uint64_t gen;      /* openings so far (bumped while closed) */
+    uint32_t asym_used; /* this opening has busy-word users (XP_DIRECT_ASYM) */
 } __attribute__((aligned(64))) xp_direct_desc_t;
 
 static inline xp_direct_desc_t *xp_direct_desc(unsigned char *meta, int slot,

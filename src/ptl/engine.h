@@ -272,6 +272,9 @@ typedef struct xp_ptl_state {
      * moves against the cache lines. */
     const struct xp_tl_window *own_window;
     size_t direct_max;             /* XP_SHM_DIRECT_MAX (ptl/direct.h) */
+    /* The threads (xp_thread_id) that own this process's busy words in
+     * peers' heaps, by index (ptl/direct.h; 0: free). */
+    uintptr_t direct_thread[4];
 } xp_ptl_state_t;
 
 /* Every route memo is stale from now on. */

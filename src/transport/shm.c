@@ -225,9 +225,11 @@ static void attach_pair(shm_tl_t *s, shm_peer_t *p, const shm_addr_t *addr)
 
 /* A mapped heap as the engine's window (xp_tl_window_t), `remote` being
  * where its owner mapped it. */
-static xp_tl_window_t heap_window(const xp_shmheap_t *h, uint64_t remote)
+static xp_tl_window_t heap_window(const shm_tl_t *s, const xp_shmheap_t *h, uint64_t remote)
 {
-    return (xp_tl_window_t){ .base = h->base, .remote = remote, .size = h->size, .meta = h->meta };
+    return (xp_tl_window_t){ .base = h->base, .remote = remote, .size = h->size, .meta = h->meta,
+                             .local_index = local_index(s->rank), .nlocal = xp_local_size(),
+                             .asym = s->asym };
 }
 
 /* Map the segment `rank` published; failure leaves the peer unreachable. */
@@ -259,7 +261,7 @@ static void attach_peer(shm_tl_t *s, int rank)
     if (addr.heap_name[0] &&
         xp_shmheap_attach(addr.heap_name, (size_t)addr.heap_size, &p->heap) == XP_OK) {
         p->heap_remote = addr.heap_addr;
-        p->win = heap_window(&p->heap, p->heap_remote);
+        p->win = heap_window(s, &p->heap, p->heap_remote);
     }
     addr.pair_name[XP_SHM_NAME_MAX - 1] = '\0';
     attach_pair(s, p, &addr);
@@ -379,7 +381,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     me->caps = XP_TL_CAP_SAME_NODE | XP_TL_CAP_RMA;
     me->heap_remote = (uintptr_t)s->heap.base;
     if (s->heap.base)
-        s->own_win = heap_window(&s->heap, me->heap_remote);
+        s->own_win = heap_window(s, &s->heap, me->heap_remote);
     *tl_out = (xp_tl_t *)s;
     return XP_OK;
 }

@@ -10,7 +10,8 @@
  *
  * Behind the `size` bytes the allocator hands out, the segment holds
  * XP_SHMHEAP_META bytes that every mapping sees at `meta`: the engine's
- * descriptors of entries that peers may update directly (ptl/direct.h).
+ * descriptors of entries that peers may update directly and the peers'
+ * busy words (ptl/direct.h); untouched pages of it take no memory.
  * They lie outside [base, base + size), so no address check made for data
  * (xp_shmheap_in) ever admits them.
  */
@@ -26,7 +27,7 @@
 #include "util/buddy.h"
 
 #define XP_SHMHEAP_MIN_BLOCK 256u
-#define XP_SHMHEAP_META (256u * 1024u) /* a multiple of every page size in use */
+#define XP_SHMHEAP_META (512u * 1024u) /* a multiple of every page size in use */
 
 typedef struct xp_shmheap {
     unsigned char *base;   /* this process's mapping; NULL when not mapped */

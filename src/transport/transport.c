@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/shm_seg.h" /* xp_membarrier_global */
 #include "transport/shmheap.h"
 #include "transport/tl_list.h"
 #include "util/clock.h"
@@ -415,6 +416,11 @@ const xp_tl_window_t *xp_tl_own_window(void)
             return w;
     }
     return NULL;
+}
+
+void xp_tl_global_fence(void)
+{
+    xp_membarrier_global();
 }
 
 int xp_tl_peers_lost(void)

@@ -41,7 +41,16 @@ typedef struct xp_tl_window {
     uint64_t remote;
     size_t size;
     unsigned char *meta;
+    int local_index; /* this process's index among its node's ranks */
+    int nlocal;      /* the node's ranks (every mapper of the meta bytes) */
+    int asym;        /* this process takes global membarriers (xp_tl_global_fence) */
 } xp_tl_window_t;
+
+/* A full barrier in every thread of every local process whose window says
+ * `asym` (a global expedited membarrier): the heavy side of a handshake
+ * whose light side is a plain store and a later load. Only where this
+ * process's own window has asym. */
+void xp_tl_global_fence(void);
 
 /* A cheap identifier of the calling thread, unique among live threads (the
  * thread pointer: one register read, where pthread_self() is a call). A

@@ -57,7 +57,9 @@ XP_CONFIG_VAR(dt_cuda, ENUM, "XP_DT_CUDA", "auto", 0, 0, "off|auto",
 XP_CONFIG_VAR(shm_asym_fence, BOOL, "XP_SHM_ASYM_FENCE", "1", 0, 0, "",
               "shm senders skip the store-load fence before looking for sleepers, which then "
               "issue a global membarrier instead (about 4x the small-packet rate); only safe when "
-              "every thread sleeps on the process doorbell through xp_tl_wait (the engine does)")
+              "every thread sleeps on the process doorbell through xp_tl_wait (the engine does). "
+              "Also lets direct heap accesses (XP_SHM_DIRECT) announce themselves with a plain "
+              "store, the entry's close then issuing the membarrier")
 /* clang-format on */
 /* clang-format off */
 XP_CONFIG_VAR(shm_heap_size, SIZE, "XP_SHM_HEAP_SIZE", "256m", 0, 68719476736, "",

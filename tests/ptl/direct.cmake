@@ -11,12 +11,19 @@ if(TARGET xprun)
   xp_mp_test(mp_direct NP 2 SUFFIX _thread TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
   xp_mp_test(mp_direct NP 2 SUFFIX _off TIMEOUT 60 LABELS ptl
              ENV XP_PROGRESS=inline XP_SHM_DIRECT=0)
+  # (Bounce blocks off: a put staged in one has its SEND at once, and the
+  # copy probe picks them on a loaded machine.)
   xp_mp_test(mp_direct NP 3 SUFFIX _max TIMEOUT 60 LABELS ptl
-             ENV XP_PROGRESS=inline XP_SHM_DIRECT_MAX=4k)
+             ENV XP_PROGRESS=inline XP_SHM_DIRECT_MAX=4k XP_SHM_BOUNCE=off)
 endif()
-# The close handshake alone, one process, two threads (test_direct_close.c).
+# The close handshake alone, one process, two threads (test_direct_close.c):
+# the busy words and the membarrier where the process takes membarriers,
+# and (_locked) the locked count, as without them (XP_SHM_ASYM_FENCE=0).
 xp_test(test_direct_close SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_direct_close.c LIBS xp_ptl
         TIMEOUT 60 LABELS ptl)
+add_test(NAME test_direct_close_locked COMMAND test_direct_close)
+set_tests_properties(test_direct_close_locked PROPERTIES TIMEOUT 60 LABELS "ptl;unit"
+                     ENVIRONMENT XP_SHM_ASYM_FENCE=0)
 # A peer that dies inside a direct access: the target's close gives up
 # waiting once it finds the peer dead (mp_direct_dead.c).
 if(TARGET xprun)

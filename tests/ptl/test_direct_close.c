@@ -8,6 +8,11 @@
  * (Without the wait for `inflight` in the close, a fetch-add that saw the
  * descriptor open lands after the unlink: the check fails within a few
  * rounds.)
+ *
+ * Then the same with puts of BIG bytes through xp_direct_put, alternating
+ * two patterns: an access that lasts microseconds, so that a close that
+ * did not wait for initiators inside one (their busy word, or `inflight`)
+ * sees the buffer change after PtlLEUnlink returned.
  */
 #include <portals4.h>
 #include <pthread.h>
@@ -24,6 +29,8 @@
 
 #define PT 5
 #define ROUNDS 2000
+#define BIG (1024 * 1024)
+#define PUT_ROUNDS 200
 
 typedef struct shared {
     xp_tl_route_t route;
@@ -50,6 +57,75 @@ static void *hammer(void *arg)
                                         PTL_UINT64_T, &one, NULL, 8, 1, &old, &flags);
     __atomic_store_n(&s->applied, n, __ATOMIC_RELEASE);
     return NULL;
+}
+
+/* Puts of BIG bytes, patterns 0x11 and 0x22 in turn, until told to stop. */
+static void *hammer_put(void *arg)
+{
+    shared_t *s = arg;
+    static unsigned char src[2][BIG];
+    uint64_t n = 0;
+    unsigned flags;
+    memset(src[0], 0x11, BIG);
+    memset(src[1], 0x22, BIG);
+    __atomic_store_n(&s->started, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+        if (xp_direct_put(&s->route, 0, s->slot, PT, xp_ptl_state()->uid, 0, src[n & 1], BIG,
+                          &flags))
+            __atomic_store_n(&s->applied, ++n, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The put phase: after each PtlLEUnlink the buffer must stay as it is. */
+static void put_phase(ptl_handle_ni_t nih, shared_t *s)
+{
+    static unsigned char snap[BIG];
+    /* (The hammer's copies run front to back or back to front; both ends
+     * are the same pattern once a copy is whole.) */
+    unsigned char *buf = xp_shmalloc(BIG);
+    pthread_t t;
+    XP_REQUIRE(buf != NULL);
+    memset(buf, 0, BIG);
+    s->started = s->stop = 0;
+    s->applied = 0;
+    XP_REQUIRE(pthread_create(&t, NULL, hammer_put, s) == 0);
+    while (!__atomic_load_n(&s->started, __ATOMIC_ACQUIRE))
+        ;
+    ptl_le_t le = { .start = buf, .length = BIG, .ct_handle = PTL_CT_NONE, .uid = PTL_UID_ANY,
+                    .options = PTL_LE_OP_PUT | PTL_LE_EVENT_COMM_DISABLE |
+                               PTL_LE_EVENT_LINK_DISABLE };
+    int moved = 0;
+    for (int r = 0; r < PUT_ROUNDS && !moved; r++) {
+        ptl_handle_le_t h;
+        uint64_t before = __atomic_load_n(&s->applied, __ATOMIC_ACQUIRE);
+        XP_REQUIRE(PtlLEAppend(nih, PT, &le, PTL_PRIORITY_LIST, NULL, &h) == PTL_OK);
+        /* A few puts into this opening: the first registers (the locked
+         * form), the next ones take the busy word. */
+        uint64_t t1 = xp_test_now_ns();
+        while (__atomic_load_n(&s->applied, __ATOMIC_ACQUIRE) < before + 3 &&
+               xp_test_now_ns() - t1 < 100000000)
+            ;
+        for (volatile int i = 0; i < (r % 7) * 3000; i++) /* and somewhere into the next */
+            ;
+        XP_REQUIRE(PtlLEUnlink(h) == PTL_OK);
+        /* Whole puts only: a copy still running has written one end of the
+         * buffer and not the other. */
+        unsigned char first = __atomic_load_n(&buf[0], __ATOMIC_RELAXED);
+        unsigned char last = __atomic_load_n(&buf[BIG - 1], __ATOMIC_RELAXED);
+        memcpy(snap, buf, BIG);
+        uint64_t t0 = xp_test_now_ns();
+        while (xp_test_now_ns() - t0 < 300000) /* well past one copy of BIG bytes */
+            ;
+        if (first != last || memcmp(snap, buf, BIG) != 0) {
+            fprintf(stderr, "put round %d: a put went on after PtlLEUnlink returned\n", r);
+            moved = 1;
+        }
+    }
+    XP_CHECK(!moved);
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    XP_REQUIRE(pthread_join(t, NULL) == 0);
+    XP_CHECK(s->applied > 0); /* the path was taken at all */
+    xp_shfree(buf);
 }
 
 int main(void)
@@ -100,6 +176,7 @@ int main(void)
     XP_CHECK_EQ(*word, s.applied);
     XP_CHECK(s.applied > 0); /* the path was taken at all */
     xp_shfree(word);
+    put_phase(nih, &s);
     XP_REQUIRE(PtlPTFree(nih, PT) == PTL_OK);
     PtlNIFini(nih);
     PtlFini();
