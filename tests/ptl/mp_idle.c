@@ -11,13 +11,11 @@
  * under LIMIT of the wall time. A waiter that never sleeps, or a progress
  * thread that polls instead of parking on its doorbell, uses ~100 %.
  */
-#include <portals4.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
 
-#include "xp_test.h"
+#include "word_ep.h"
 #include "xportals/xp.h"
 
 #define PT 5
@@ -42,38 +40,19 @@ int main(int argc, char **argv)
     if (xp_size() != 2)
         XP_TEST_SKIP("needs 2 ranks");
     int me = xp_rank();
-    ptl_process_t peer = {.rank = (ptl_rank_t)(1 - me)};
-    ptl_handle_ni_t ni;
-    ptl_handle_ct_t ct;
-    ptl_handle_le_t le;
-    ptl_handle_md_t mdh;
-    ptl_pt_index_t pt;
-    ptl_ct_event_t c;
-    uint64_t in = 0, out = 0, n = 0;
-
-    XP_REQUIRE(PtlInit() == PTL_OK);
-    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
-                         NULL, NULL, &ni) == PTL_OK);
-    XP_REQUIRE(PtlCTAlloc(ni, &ct) == PTL_OK);
-    XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
-    ptl_le_t e = {.start = &in, .length = sizeof in, .ct_handle = ct, .uid = PTL_UID_ANY,
-                  .options = PTL_LE_OP_PUT | PTL_LE_EVENT_CT_COMM};
-    XP_REQUIRE(PtlLEAppend(ni, PT, &e, PTL_PRIORITY_LIST, NULL, &le) == PTL_OK);
-    ptl_md_t md = {.start = &out, .length = sizeof out, .eq_handle = PTL_EQ_NONE,
-                   .ct_handle = PTL_CT_NONE};
-    XP_REQUIRE(PtlMDBind(ni, &md, &mdh) == PTL_OK);
+    word_ep_t e;
+    uint64_t n = 0;
+    word_ep_open(&e, PT);
     XP_REQUIRE(xp_barrier() == XP_OK);
 
     /* Busy first: the ping-pong leaves the waits spinning and the progress
      * thread parked for a spinner, as an application's last burst would. */
     for (int i = 0; i < PINGS; i++) {
-        if (me == 0) {
-            XP_REQUIRE(PtlPut(mdh, 0, 8, PTL_NO_ACK_REQ, peer, PT, 0, 0, NULL, 0) == PTL_OK);
-            XP_REQUIRE(PtlCTWait(ct, ++n, &c) == PTL_OK && c.failure == 0);
-        } else {
-            XP_REQUIRE(PtlCTWait(ct, ++n, &c) == PTL_OK && c.failure == 0);
-            XP_REQUIRE(PtlPut(mdh, 0, 8, PTL_NO_ACK_REQ, peer, PT, 0, 0, NULL, 0) == PTL_OK);
-        }
+        if (me == 0)
+            word_ep_put(&e, 1, (uint64_t)i);
+        word_ep_wait(&e, ++n);
+        if (me == 1)
+            word_ep_put(&e, 0, (uint64_t)i);
     }
 
     /* Idle: rank 0 sleeps outside the library, rank 1 waits inside it. */
@@ -84,25 +63,18 @@ int main(int argc, char **argv)
         while (nanosleep(&ts, &ts) != 0)
             ;
     } else {
-        XP_REQUIRE(PtlCTWait(ct, ++n, &c) == PTL_OK && c.failure == 0);
-        XP_CHECK(in == 0xfeed);
+        word_ep_wait(&e, ++n);
+        XP_CHECK(e.in == 0xfeed);
     }
     double busy = (cpu_s() - c0) / ((double)(xp_test_now_ns() - t0) * 1e-9);
-    if (me == 0) {
-        out = 0xfeed;
-        XP_REQUIRE(PtlPut(mdh, 0, 8, PTL_NO_ACK_REQ, peer, PT, 0, 0, NULL, 0) == PTL_OK);
-    }
+    if (me == 0)
+        word_ep_put(&e, 1, 0xfeed);
     printf("rank %d: %s for %d ms: %.3f %% of a CPU\n", me, me ? "waiting in PtlCTWait" : "asleep",
            IDLE_MS, busy * 100.0);
     XP_CHECK(busy < LIMIT);
 
     XP_REQUIRE(xp_barrier() == XP_OK);
-    XP_REQUIRE(PtlMDRelease(mdh) == PTL_OK);
-    XP_REQUIRE(PtlLEUnlink(le) == PTL_OK);
-    XP_REQUIRE(PtlPTFree(ni, pt) == PTL_OK);
-    XP_REQUIRE(PtlCTFree(ct) == PTL_OK);
-    XP_REQUIRE(PtlNIFini(ni) == PTL_OK);
-    PtlFini();
+    word_ep_close(&e);
     xp_finalize();
     return xp_test_result();
 }
