@@ -80,6 +80,7 @@ enum {
 #define W_DONE_F 3       /* F: initiators finished */
 #define SLICE (320 * 1024) /* F: bytes of PT_L per initiator */
 #define W_DONE_G 4       /* G: initiators finished */
+#define W_ASLEEP 5       /* F, G with big_held: rank 0's sleeps begun so far */
 #define GSIZE (96 * 1024) /* G: bytes of PT_G */
 #define W_OWN(r) (8 * (r))  /* per initiator r >= 1: 8 words */
 
@@ -88,6 +89,7 @@ typedef struct ctx {
     int big_direct;              /* F's puts, G's gets are direct (XP_SHM_DIRECT_MAX) */
     int big_held;                /* ... or wait for rank 0, asleep for 200 ms first */
     int polls;                   /* watch() must handle packets (the ring serves) */
+    uint64_t holds;              /* big_held sleeps of rank 0 so far */
     unsigned char *big;          /* target: PT_L's memory; initiator: the source */
     unsigned char *gmem;         /* target: PT_G's memory */
     ptl_handle_md_t md_big;      /* initiator: over big, events on ieq */
@@ -606,16 +608,25 @@ static void phase_f_initiator(ctx_t *c)
 static void serve_large(ctx_t *c, void (*initiator)(ctx_t *), int word, const char *what,
                         int hold)
 {
+    int held = hold && c->big_held;
     XP_REQUIRE(xp_barrier() == XP_OK);
     if (c->rank != 0) {
+        /* Start once rank 0 is asleep: it may still handle packets on
+         * its way out of the barrier. (The fetch is direct: it needs
+         * nothing of rank 0.) */
+        while (held && fadd(c, PT_D, W_ASLEEP * 8, 0, NULL) != c->holds + 1)
+            ;
         initiator(c);
     } else {
-        if (hold && c->big_held)
+        if (held) {
+            __atomic_store_n(&region(c, 0)[W_ASLEEP], c->holds + 1, __ATOMIC_RELEASE);
             usleep(200000);
+        }
         c->polls = !c->big_direct;
         watch(c, &region(c, 0)[word], (uint64_t)(c->size - 1), what);
         c->polls = !c->direct;
     }
+    c->holds += (uint64_t)held;
     XP_REQUIRE(xp_barrier() == XP_OK);
 }
 
