@@ -1168,10 +1168,20 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     uint32_t uid = st->uid;
     /* Straight into the target's shared heap when it publishes the entry
      * (one load of a line nobody writes when it does not). */
-    if (__builtin_expect(st->direct && xp_direct_maybe(r, slot, pt_index), 0) &&
-        put_direct(st, r, rank, md, local_offset, length, ack_req, pt_index, match_bits,
-                   remote_offset, user_ptr, hdr_data))
-        return PTL_OK;
+    if (__builtin_expect(st->direct && xp_direct_maybe(r, slot, pt_index), 0)) {
+        unsigned flags;
+        /* Nothing to deliver but the data (OpenSHMEM's put to the heap, a
+         * flag): without put_direct's frame (callgrind: 299 -> 253
+         * instructions per 8-byte put). */
+        if (length <= 64 && !md->region.iov && ack_req == PTL_NO_ACK_REQ && !send_noticed(md)) {
+            if (xp_direct_put(r, rank, slot, pt_index, uid, remote_offset, payload, length,
+                              &flags))
+                return PTL_OK;
+        } else if (put_direct(st, r, rank, md, local_offset, length, ack_req, pt_index,
+                              match_bits, remote_offset, user_ptr, hdr_data)) {
+            return PTL_OK;
+        }
+    }
     if (ack_req != PTL_NO_ACK_REQ)
         xp_md_expect(md);
     /* Written in place in the peer's ring when the route lets this thread
@@ -1491,8 +1501,26 @@ static __attribute__((noinline)) int atomic_direct(xp_ptl_state_t *st, const xp_
                          ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
                          const void *operand, ptl_op_t op, ptl_datatype_t dt, int kind)
 {
-    unsigned char data_buf[put_md->region.iov ? length : 1], old[length ? length : 1];
     unsigned flags;
+    /* The common case has nothing to deliver but the old value and a
+     * count (OpenSHMEM's fetch-add, compare-swap, swap): no event, no SEND,
+     * no ACK, contiguous MDs, one element. The old value goes straight into
+     * the get MD (the element's source and operand are read before it is
+     * written), and no request header is made for events nobody posts
+     * (callgrind, PtlFetchAtomic of 8 bytes: 560 -> 485 instructions). */
+    if (!put_md->region.iov && !send_noticed(put_md) && (get_md || ack_req == PTL_NO_ACK_REQ) &&
+        (!get_md || (!get_md->eq && !get_md->region.iov)) && length == xp_atomic_type_size(dt)) {
+        if (!xp_direct_atomic(r, rank, put_md->ni->slot, pt_index, st->uid, remote_offset, op, dt,
+                              (const char *)put_md->region.start + local_put_offset, operand,
+                              length, get_md != NULL,
+                              get_md ? (char *)get_md->region.start + local_get_offset : NULL,
+                              &flags))
+            return 0;
+        if (get_md)
+            md_count(get_md, PTL_MD_EVENT_CT_REPLY, 1, length);
+        return 1;
+    }
+    unsigned char data_buf[put_md->region.iov ? length : 1], old[length ? length : 1];
     if (!xp_direct_atomic(r, rank, put_md->ni->slot, pt_index, st->uid, remote_offset, op, dt,
                           direct_source(put_md, local_put_offset, length, data_buf), operand,
                           length, get_md != NULL, get_md ? old : NULL, &flags))
