@@ -207,15 +207,14 @@ typedef struct xp_ptl_state {
     int asym_fence;                /* membarrier registered: xp_ptl_light_fence is a
                                     * compiler barrier (progress.c) */
     int direct;                    /* XP_SHM_DIRECT (ptl/direct.h) */
-    /* deferred answers */
-    pthread_mutex_t defer_lock;
+    /* deferred answers: the poll-lock holder's (ops.c, defer_count_add) */
     struct xp_deferred *defer_head, *defer_tail;
     int defer_count;               /* queued answers + 1 while `many` holds ACKs */
     struct {                       /* counting ACKs gathered for one (rank, MD) */
         int rank;
         uint32_t count;            /* 0: none held */
         xp_pkt_t hdr;
-    } many;                        /* under defer_lock */
+    } many;
     /* atomics */
     pthread_mutex_t atomic_lock;
     /* handle tables of the engine's objects */

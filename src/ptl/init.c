@@ -27,7 +27,6 @@ xp_ptl_state_t *xp_ptl_state_create(void)
     if (!st)
         return NULL;
     pthread_mutex_init(&st->lock, NULL);
-    pthread_mutex_init(&st->defer_lock, NULL);
     pthread_mutex_init(&st->atomic_lock, NULL);
     xp_ptl_state_t *expected = NULL;
     if (!__atomic_compare_exchange_n(&xp_ctx.ptl, &expected, st, 0, __ATOMIC_ACQ_REL,

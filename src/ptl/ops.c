@@ -88,6 +88,20 @@ typedef struct xp_deferred {
     unsigned char payload[];
 } xp_deferred_t;
 
+/* The queue of deferred answers, the gathered ACK (`many`) and defer_count
+ * belong to the poll-lock holder: every handler that answers, and every
+ * flush (xp_ptl_progress, or PtlFini once nobody polls), holds it. So they
+ * take no lock, and defer_count, which other threads read to decide
+ * whether to poll, changes by a plain store: a mutex and a locked add here
+ * each waited for the handler's stores to drain, between a put's delivery
+ * and its ACK (round 25). A sleeper that must retry what stays queued is
+ * woken by xp_ptl_poll_deferred (xp_ptl_notify fences first). */
+static inline void defer_count_add(xp_ptl_state_t *st, int d)
+{
+    __atomic_store_n(&st->defer_count, __atomic_load_n(&st->defer_count, __ATOMIC_RELAXED) + d,
+                     __ATOMIC_RELEASE);
+}
+
 static void defer(xp_ptl_state_t *st, int rank, const xp_pkt_t *hdr, const void *p, size_t len)
 {
     xp_deferred_t *d = malloc(sizeof(*d) + len);
@@ -101,17 +115,15 @@ static void defer(xp_ptl_state_t *st, int rank, const xp_pkt_t *hdr, const void 
     d->hdr = *hdr;
     if (len)
         memcpy(d->payload, p, len);
-    pthread_mutex_lock(&st->defer_lock);
     if (st->defer_tail)
         st->defer_tail->next = d;
     else
         st->defer_head = d;
     st->defer_tail = d;
-    __atomic_add_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_unlock(&st->defer_lock);
+    defer_count_add(st, 1);
 }
 
-/* Send the gathered ACKs (defer_lock held). 0 if the peer's ring is full. */
+/* Send the gathered ACKs. 0 if the peer's ring is full. */
 static int send_many(xp_ptl_state_t *st)
 {
     xp_pkt_t *a = &st->many.hdr;
@@ -127,41 +139,32 @@ static int send_many(xp_ptl_state_t *st)
     if (rc != XP_OK)
         xp_warn("acknowledgements to rank %d lost: %s", st->many.rank, xp_status_string(rc));
     st->many.count = 0;
-    __atomic_sub_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
+    defer_count_add(st, -1);
     return 1;
 }
 
 void xp_eng_ack_many(int rank, const xp_pkt_t *a)
 {
     xp_ptl_state_t *st = xp_ptl_state();
-    /* Adding to the gathered ACK needs no lock: only the poll-lock holder
-     * (the handler, the flush in xp_ptl_progress) touches `many` (and PtlFini
-     * once nobody polls any more). A mutex here cost the target two locked
-     * instructions per message. */
+    /* (Poll-lock holder only, as the queue: see defer_count_add.) */
     if (xp_eng_ack_join(st, rank, a->md_handle, a->mlength))
         return;
-    pthread_mutex_lock(&st->defer_lock);
     /* Anything already waiting goes first. */
     if ((st->many.count && !send_many(st)) || st->defer_head) {
-        pthread_mutex_unlock(&st->defer_lock);
         defer(st, rank, a, NULL, 0);
         return;
     }
     st->many.rank = rank;
     st->many.hdr = *a;
     st->many.count = 1;
-    __atomic_add_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_unlock(&st->defer_lock);
+    defer_count_add(st, 1);
 }
 
 void xp_eng_flush_deferred(void)
 {
     xp_ptl_state_t *st = xp_ptl_state();
-    pthread_mutex_lock(&st->defer_lock);
-    if (!send_many(st)) {
-        pthread_mutex_unlock(&st->defer_lock);
+    if (!send_many(st))
         return;
-    }
     while (st->defer_head) {
         xp_deferred_t *d = st->defer_head;
         xp_status_t rc = wire_send(d->rank, &d->hdr, d->payload, d->len, 1);
@@ -172,10 +175,9 @@ void xp_eng_flush_deferred(void)
         st->defer_head = d->next;
         if (!st->defer_head)
             st->defer_tail = NULL;
-        __atomic_sub_fetch(&st->defer_count, 1, __ATOMIC_ACQ_REL);
+        defer_count_add(st, -1);
         free(d);
     }
-    pthread_mutex_unlock(&st->defer_lock);
 }
 
 xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size_t len,
