@@ -382,6 +382,10 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
  * header), read in place: a successful one for a plain MD without an EQ is
  * written and counted here, anything else decoded for xp_eng_handle_answer. */
 void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len);
+/* A compact ACK (XP_WIRE_SACK) of `len` bytes (at least its header), read
+ * in place: a successful counting one (or a gathered run of them) is
+ * counted here, anything else decoded for xp_eng_handle_answer. */
+void xp_eng_handle_sack(int src_rank, const void *pkt, size_t len);
 
 /* XTQ (xtq/ builds PtlXtqPut on it): a put whose data is gathered from two
  * MD ranges - [off1, off1+len1) of md1 (command packet + arguments), then

@@ -1416,14 +1416,17 @@ static void __attribute__((noinline)) recv_full(int src_rank, const void *pkt, s
         xp_error("unknown packet type %u from rank %d dropped", h.type, src_rank);
 }
 
-/* What the fast paths leave: a compact REPLY is read in place by its own
- * path, the rest decoded. Out of line and without a frame (both calls are
+/* What the fast paths leave: a compact REPLY or ACK is read in place by its
+ * own path, the rest decoded. Out of line and without a frame (both calls are
  * tail calls): a test here rather than in xp_eng_recv leaves the puts' code
  * there as it was, and one in recv_full would follow its register saves. */
 static void __attribute__((noinline)) recv_rest(int src_rank, const void *pkt, size_t len)
 {
-    if (len >= sizeof(xp_wire_sreply_t) && *(const uint8_t *)pkt == XP_WIRE_SREPLY)
+    uint8_t type = *(const uint8_t *)pkt;
+    if (len >= sizeof(xp_wire_sreply_t) && type == XP_WIRE_SREPLY)
         xp_eng_handle_sreply(src_rank, pkt, len);
+    else if (len >= sizeof(xp_wire_sack_t) && type == XP_WIRE_SACK)
+        xp_eng_handle_sack(src_rank, pkt, len);
     else
         recv_full(src_rank, pkt, len);
 }
