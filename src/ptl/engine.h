@@ -130,6 +130,11 @@ void xp_eng_flush_deferred(void);
  * xp_eng_flush_deferred) or before any other answer, so answers stay in
  * order; the initiator's CT sees the same total. */
 void xp_eng_ack_many(int rank, const xp_pkt_t *a);
+/* The same from the request's fields (slot, ack_req and MD handle as its
+ * packet has them; the list and the length delivered), without a full
+ * header: the one-pass handlers' first ACK of a run. */
+void xp_eng_ack_first(int rank, uint8_t slot, uint8_t ack_req, uint32_t md_handle,
+                      uint8_t ptl_list, uint64_t mlength);
 /* From the handler: the compact REPLY `w` (ptl/wire.h) with its w->len data
  * bytes, straight to the route when nothing is deferred and the ring has
  * room; else as xp_eng_send(in_handler = 1) sends its full header (in order
@@ -213,7 +218,10 @@ typedef struct xp_ptl_state {
     struct {                       /* counting ACKs gathered for one (rank, MD) */
         int rank;
         uint32_t count;            /* 0: none held */
-        xp_pkt_t hdr;
+        uint8_t slot, ack_req;     /* the first request's */
+        uint8_t ptl_list;          /* the first delivery's */
+        uint32_t md_handle;
+        uint64_t mlength;          /* summed */
     } many;
     /* atomics */
     pthread_mutex_t atomic_lock;
@@ -289,10 +297,10 @@ static inline void xp_put_memo_forget(xp_ptl_state_t *st)
 static inline int xp_eng_ack_join(xp_ptl_state_t *st, int rank, uint32_t md_handle,
                                   uint64_t mlength)
 {
-    if (st->many.count && st->many.rank == rank && st->many.hdr.md_handle == md_handle &&
+    if (st->many.count && st->many.rank == rank && st->many.md_handle == md_handle &&
         st->many.count < UINT32_MAX) {
         st->many.count++;
-        st->many.hdr.mlength += mlength;
+        st->many.mlength += mlength;
         return 1;
     }
     return 0;

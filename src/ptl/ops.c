@@ -123,41 +123,99 @@ static void defer(xp_ptl_state_t *st, int rank, const xp_pkt_t *hdr, const void 
     defer_count_add(st, 1);
 }
 
-/* Send the gathered ACKs. 0 if the peer's ring is full. */
+/* The full header of the gathered ACKs (a deferred one, a send off the
+ * in-place path). */
+static void many_hdr(const xp_ptl_state_t *st, xp_pkt_t *h)
+{
+    memset(h, 0, sizeof(*h));
+    h->type = XP_PKT_ACK;
+    h->slot = st->many.slot;
+    h->ack_req = st->many.ack_req;
+    h->fail = PTL_NI_OK;
+    h->ptl_list = st->many.ptl_list;
+    h->md_handle = st->many.md_handle;
+    h->mlength = st->many.mlength;
+    if (st->many.count > 1) {
+        h->flags = XP_PKT_F_MANY;
+        h->nseg = st->many.count;
+    }
+}
+
+/* Send the gathered ACKs: written in place in the answer lane as the
+ * compact form xp_wire_encode makes of many_hdr (no header on the stack to
+ * encode and copy). 0 if the peer's ring is full. */
 static int send_many(xp_ptl_state_t *st)
 {
-    xp_pkt_t *a = &st->many.hdr;
     if (!st->many.count)
         return 1;
-    if (st->many.count > 1) {
-        a->flags |= XP_PKT_F_MANY;
-        a->nseg = st->many.count;
+    int rank = st->many.rank;
+    const xp_tl_route_t *r = xp_tl_route(rank);
+    xp_tl_cell_t cell;
+    xp_wire_sack_t *c = r && sizeof(*c) <= r->max_packet
+                            ? xp_tl_route_reserve_excl(r, sizeof(*c), &cell)
+                            : NULL;
+    xp_status_t rc = XP_OK;
+    if (__builtin_expect(c != NULL, 1)) {
+        int many = st->many.count > 1;
+        c->type = XP_WIRE_SACK;
+        c->slot = st->many.slot;
+        c->ack_req = st->many.ack_req;
+        c->flags = many ? XP_PKT_F_MANY : 0;
+        c->fail = PTL_NI_OK;
+        c->ptl_list = st->many.ptl_list;
+        c->pad = 0;
+        c->md_handle = st->many.md_handle;
+        c->nseg = many ? st->many.count : 0;
+        c->mlength = st->many.mlength;
+        xp_tl_route_commit_excl(r, &cell);
+    } else {
+        xp_pkt_t h;
+        many_hdr(st, &h);
+        rc = wire_send(rank, &h, NULL, 0, 1);
     }
-    xp_status_t rc = wire_send(st->many.rank, a, NULL, 0, 1);
     if (rc == XP_ERR_AGAIN)
         return 0;
     if (rc != XP_OK)
-        xp_warn("acknowledgements to rank %d lost: %s", st->many.rank, xp_status_string(rc));
+        xp_warn("acknowledgements to rank %d lost: %s", rank, xp_status_string(rc));
     st->many.count = 0;
     defer_count_add(st, -1);
     return 1;
 }
 
-void xp_eng_ack_many(int rank, const xp_pkt_t *a)
+void xp_eng_ack_first(int rank, uint8_t slot, uint8_t ack_req, uint32_t md_handle,
+                      uint8_t ptl_list, uint64_t mlength)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     /* (Poll-lock holder only, as the queue: see defer_count_add.) */
-    if (xp_eng_ack_join(st, rank, a->md_handle, a->mlength))
+    if (xp_eng_ack_join(st, rank, md_handle, mlength))
         return;
     /* Anything already waiting goes first. */
     if ((st->many.count && !send_many(st)) || st->defer_head) {
-        defer(st, rank, a, NULL, 0);
+        xp_pkt_t h;
+        memset(&h, 0, sizeof(h));
+        h.type = XP_PKT_ACK;
+        h.slot = slot;
+        h.ack_req = ack_req;
+        h.fail = PTL_NI_OK;
+        h.ptl_list = ptl_list;
+        h.md_handle = md_handle;
+        h.mlength = mlength;
+        defer(st, rank, &h, NULL, 0);
         return;
     }
     st->many.rank = rank;
-    st->many.hdr = *a;
+    st->many.slot = slot;
+    st->many.ack_req = ack_req;
+    st->many.ptl_list = ptl_list;
+    st->many.md_handle = md_handle;
+    st->many.mlength = mlength;
     st->many.count = 1;
     defer_count_add(st, 1);
+}
+
+void xp_eng_ack_many(int rank, const xp_pkt_t *a)
+{
+    xp_eng_ack_first(rank, a->slot, a->ack_req, a->md_handle, a->ptl_list, a->mlength);
 }
 
 void xp_eng_flush_deferred(void)
