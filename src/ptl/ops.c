@@ -123,26 +123,27 @@ static void defer(xp_ptl_state_t *st, int rank, const xp_pkt_t *hdr, const void 
     defer_count_add(st, 1);
 }
 
-/* The full header of the gathered ACKs (a deferred one, a send off the
- * in-place path). */
-static void many_hdr(const xp_ptl_state_t *st, xp_pkt_t *h)
+/* The full header of `count` gathered counting ACKs (deferred, or sent off
+ * the in-place path). */
+static void ack_hdr(xp_pkt_t *h, uint8_t slot, uint8_t ack_req, uint8_t ptl_list,
+                    uint32_t md_handle, uint64_t mlength, uint32_t count)
 {
     memset(h, 0, sizeof(*h));
     h->type = XP_PKT_ACK;
-    h->slot = st->many.slot;
-    h->ack_req = st->many.ack_req;
+    h->slot = slot;
+    h->ack_req = ack_req;
     h->fail = PTL_NI_OK;
-    h->ptl_list = st->many.ptl_list;
-    h->md_handle = st->many.md_handle;
-    h->mlength = st->many.mlength;
-    if (st->many.count > 1) {
+    h->ptl_list = ptl_list;
+    h->md_handle = md_handle;
+    h->mlength = mlength;
+    if (count > 1) {
         h->flags = XP_PKT_F_MANY;
-        h->nseg = st->many.count;
+        h->nseg = count;
     }
 }
 
 /* Send the gathered ACKs: written in place in the answer lane as the
- * compact form xp_wire_encode makes of many_hdr (no header on the stack to
+ * compact form xp_wire_encode makes of ack_hdr (no header on the stack to
  * encode and copy). 0 if the peer's ring is full. */
 static int send_many(xp_ptl_state_t *st)
 {
@@ -170,7 +171,8 @@ static int send_many(xp_ptl_state_t *st)
         xp_tl_route_commit_excl(r, &cell);
     } else {
         xp_pkt_t h;
-        many_hdr(st, &h);
+        ack_hdr(&h, st->many.slot, st->many.ack_req, st->many.ptl_list, st->many.md_handle,
+                st->many.mlength, st->many.count);
         rc = wire_send(rank, &h, NULL, 0, 1);
     }
     if (rc == XP_ERR_AGAIN)
@@ -192,14 +194,7 @@ void xp_eng_ack_first(int rank, uint8_t slot, uint8_t ack_req, uint32_t md_handl
     /* Anything already waiting goes first. */
     if ((st->many.count && !send_many(st)) || st->defer_head) {
         xp_pkt_t h;
-        memset(&h, 0, sizeof(h));
-        h.type = XP_PKT_ACK;
-        h.slot = slot;
-        h.ack_req = ack_req;
-        h.fail = PTL_NI_OK;
-        h.ptl_list = ptl_list;
-        h.md_handle = md_handle;
-        h.mlength = mlength;
+        ack_hdr(&h, slot, ack_req, ptl_list, md_handle, mlength, 1);
         defer(st, rank, &h, NULL, 0);
         return;
     }
