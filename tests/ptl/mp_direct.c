@@ -348,6 +348,24 @@ static void phase_a_initiator(ctx_t *c)
     XP_REQUIRE(PtlPut(c->md_ct, 32, 8, PTL_CT_ACK_REQ, c->target, PT_D, 0, own + 16, NULL, 0) ==
                PTL_OK);
     XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0); /* (PT_NA's ACK_DISABLE: no count) */
+    /* The same counting ACK to an MD that counts bytes: the put's length. */
+    {
+        ptl_handle_ct_t bct;
+        ptl_handle_md_t bmd;
+        ptl_ct_event_t bev;
+        ptl_md_t bm = { .start = c->lbuf, .length = sizeof c->lbuf, .eq_handle = PTL_EQ_NONE,
+                        .options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_BYTES };
+        XP_REQUIRE(PtlCTAlloc(c->ni, &bct) == PTL_OK);
+        bm.ct_handle = bct;
+        XP_REQUIRE(PtlMDBind(c->ni, &bm, &bmd) == PTL_OK);
+        XP_REQUIRE(PtlPut(bmd, 32, 8, PTL_CT_ACK_REQ, c->target, PT_D, 0, own + 16, NULL, 0) ==
+                   PTL_OK);
+        XP_REQUIRE(PtlCTWait(bct, 8, &bev) == PTL_OK);
+        XP_CHECK_EQ(bev.success, 8);
+        XP_CHECK_EQ(bev.failure, 0);
+        XP_CHECK_EQ(PtlMDRelease(bmd), PTL_OK);
+        XP_CHECK_EQ(PtlCTFree(bct), PTL_OK);
+    }
     /* From and into an iovec MD: a 24-byte put across its two pieces, then a
      * fetch-add of 3 words from its start whose old values land in the
      * second piece. */
