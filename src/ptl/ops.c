@@ -1595,13 +1595,15 @@ static __attribute__((noinline)) int atomic_direct(xp_ptl_state_t *st, const xp_
                          const void *operand, ptl_op_t op, ptl_datatype_t dt, int kind)
 {
     unsigned flags;
-    /* The common case has nothing to deliver but the old value and a
-     * count (OpenSHMEM's fetch-add, compare-swap, swap): no event, no SEND,
-     * no ACK, contiguous MDs, one element. The old value goes straight into
-     * the get MD (the element's source and operand are read before it is
-     * written), and no request header is made for events nobody posts
-     * (callgrind, PtlFetchAtomic of 8 bytes: 560 -> 485 instructions). */
-    if (!put_md->region.iov && !send_noticed(put_md) && (get_md || ack_req == PTL_NO_ACK_REQ) &&
+    /* The common case has nothing to deliver but the old value or a
+     * counting ACK (OpenSHMEM's fetch-add, compare-swap, swap, add): no
+     * event, no SEND, no full ACK, contiguous MDs, one element. The old
+     * value goes straight into the get MD (the element's source and operand
+     * are read before it is written), and no request header is made for
+     * events nobody posts (callgrind, PtlFetchAtomic of 8 bytes: 560 -> 485
+     * instructions). */
+    if (!put_md->region.iov && !send_noticed(put_md) &&
+        (get_md || ack_req == PTL_NO_ACK_REQ || ack_req == PTL_CT_ACK_REQ) &&
         (!get_md || (!get_md->eq && !get_md->region.iov)) && length == xp_atomic_type_size(dt)) {
         if (!xp_direct_atomic(r, rank, put_md->ni->slot, pt_index, st->uid, remote_offset, op, dt,
                               (const char *)put_md->region.start + local_put_offset, operand,
@@ -1611,6 +1613,8 @@ static __attribute__((noinline)) int atomic_direct(xp_ptl_state_t *st, const xp_
             return 0;
         if (get_md)
             md_count(get_md, PTL_MD_EVENT_CT_REPLY, 1, length);
+        else if (ack_req == PTL_CT_ACK_REQ && !(flags & XP_DIRECT_NOACK))
+            md_count(put_md, PTL_MD_EVENT_CT_ACK, 1, length); /* ack_done's count */
         return 1;
     }
     unsigned char data_buf[put_md->region.iov ? length : 1], old[length ? length : 1];

@@ -301,6 +301,15 @@ static void phase_a_initiator(ctx_t *c)
     XP_REQUIRE(PtlAtomic(c->md_ct, 8, 8, PTL_OC_ACK_REQ, c->target, PT_D, 0, own, NULL, 0, PTL_SUM,
                          PTL_UINT64_T) == PTL_OK);
     XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0); /* own word: 7 * 4 = 28 */
+    /* A counting atomic to an entry with ACK_DISABLE counts nothing (then
+     * one to PT_D counts one); the words at own + 8 are not checked. */
+    uint64_t before = c->nct;
+    XP_REQUIRE(PtlAtomic(c->md_ct, 8, 8, PTL_CT_ACK_REQ, c->target, PT_NA, 0, own + 8, NULL, 0,
+                         PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    XP_REQUIRE(PtlAtomic(c->md_ct, 8, 8, PTL_CT_ACK_REQ, c->target, PT_D, 0, own + 8, NULL, 0,
+                         PTL_SUM, PTL_UINT64_T) == PTL_OK);
+    XP_CHECK_EQ(ct_next(c->ict, &c->nct), 0);
+    XP_CHECK_EQ(c->nct, before + 1);
     /* Swaps: SWAP 5 (old 28), CSWAP 5 -> 9 (hit), CSWAP 4 -> 1 (miss). */
     uint64_t cmp = 5;
     c->lbuf[1] = 5;
