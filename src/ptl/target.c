@@ -1415,10 +1415,11 @@ static void __attribute__((noinline)) recv_full(int src_rank, const void *pkt, s
  * there as it was, and one in recv_full would follow its register saves. */
 static void __attribute__((noinline)) recv_rest(int src_rank, const void *pkt, size_t len)
 {
-    uint8_t type = *(const uint8_t *)pkt;
+    /* (The type byte is read only from a packet as long as the shorter form.) */
+    uint8_t type = len >= sizeof(xp_wire_sack_t) ? *(const uint8_t *)pkt : 0;
     if (len >= sizeof(xp_wire_sreply_t) && type == XP_WIRE_SREPLY)
         xp_eng_handle_sreply(src_rank, pkt, len);
-    else if (len >= sizeof(xp_wire_sack_t) && type == XP_WIRE_SACK)
+    else if (type == XP_WIRE_SACK)
         xp_eng_handle_sack(src_rank, pkt, len);
     else
         recv_full(src_rank, pkt, len);
