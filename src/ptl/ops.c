@@ -158,16 +158,9 @@ static int send_many(xp_ptl_state_t *st)
     xp_status_t rc = XP_OK;
     if (__builtin_expect(c != NULL, 1)) {
         int many = st->many.count > 1;
-        c->type = XP_WIRE_SACK;
-        c->slot = st->many.slot;
-        c->ack_req = st->many.ack_req;
-        c->flags = many ? XP_PKT_F_MANY : 0;
-        c->fail = PTL_NI_OK;
-        c->ptl_list = st->many.ptl_list;
-        c->pad = 0;
-        c->md_handle = st->many.md_handle;
-        c->nseg = many ? st->many.count : 0;
-        c->mlength = st->many.mlength;
+        xp_wire_sack_write(c, st->many.slot, st->many.ack_req, many ? XP_PKT_F_MANY : 0,
+                           PTL_NI_OK, st->many.ptl_list, st->many.md_handle,
+                           many ? st->many.count : 0, st->many.mlength);
         xp_tl_route_commit_excl(r, &cell);
     } else {
         xp_pkt_t h;

@@ -225,6 +225,24 @@ static inline void xp_wire_tput_write(xp_wire_tput_t *t, uint8_t slot, uint8_t a
     t->remote_offset = remote_offset;
 }
 
+/* Write the compact ACK into *a (the encoder's form of an ACK header; the
+ * engine's gathered ACKs write it in place in the answer ring). */
+static inline void xp_wire_sack_write(xp_wire_sack_t *a, uint8_t slot, uint8_t ack_req,
+                                      uint8_t flags, uint8_t fail, uint8_t ptl_list,
+                                      uint32_t md_handle, uint32_t nseg, uint64_t mlength)
+{
+    a->type = XP_WIRE_SACK;
+    a->slot = slot;
+    a->ack_req = ack_req;
+    a->flags = flags;
+    a->fail = fail;
+    a->ptl_list = ptl_list;
+    a->pad = 0;
+    a->md_handle = md_handle;
+    a->nseg = nseg;
+    a->mlength = mlength;
+}
+
 /* The compact put that tiny put t stands for (match bits, header data 0). */
 static inline void xp_wire_tput_widen(const xp_wire_tput_t *t, xp_wire_sput_t *s)
 {
@@ -349,16 +367,8 @@ static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_
         return &w->sput;
     }
     if (xp_wire_sack_ok(h)) {
-        w->sack.type = XP_WIRE_SACK;
-        w->sack.slot = h->slot;
-        w->sack.ack_req = h->ack_req;
-        w->sack.flags = h->flags;
-        w->sack.fail = h->fail;
-        w->sack.ptl_list = h->ptl_list;
-        w->sack.pad = 0;
-        w->sack.md_handle = h->md_handle;
-        w->sack.nseg = h->nseg;
-        w->sack.mlength = h->mlength;
+        xp_wire_sack_write(&w->sack, h->slot, h->ack_req, h->flags, h->fail, h->ptl_list,
+                           h->md_handle, h->nseg, h->mlength);
         *hdr_len = sizeof(w->sack);
         return &w->sack;
     }
