@@ -314,6 +314,14 @@ static void md_count(xp_md_t *md, unsigned opt, int ok, ptl_size_t bytes)
         xp_ct_add(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? bytes : 1, 0);
 }
 
+/* n successful counting ACKs, `bytes` delivered in all, on md's CT (one
+ * gathered ACK, or one counted in place: xp_eng_handle_sack). */
+static inline void ack_count(xp_md_t *md, uint64_t n, ptl_size_t bytes)
+{
+    if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
+        xp_ct_add(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? bytes : n, 0);
+}
+
 static void md_event(xp_md_t *md, ptl_event_kind_t type, ptl_ni_fail_t fail, void *user_ptr,
                      const xp_pkt_t *h, ptl_size_t local_offset)
 {
@@ -495,8 +503,7 @@ static void ack_done(xp_md_t *md, const xp_pkt_t *h, void *user_ptr)
         break;
     case PTL_CT_ACK_REQ:
         if (h->flags & XP_PKT_F_MANY) {
-            if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK))
-                xp_ct_add(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? h->mlength : h->nseg, 0);
+            ack_count(md, h->nseg, h->mlength);
         } else {
             md_count(md, PTL_MD_EVENT_CT_ACK, ok, h->mlength);
         }
@@ -696,10 +703,7 @@ void xp_eng_handle_sack(int src_rank, const void *pkt, size_t len)
     uint64_t n = flags ? xp_wire_load32(p, offsetof(xp_wire_sack_t, nseg)) : 1;
     if (!md || (flags && n < 2) || n > xp_md_pending(md))
         goto general;
-    if (md->ct && (md->options & PTL_MD_EVENT_CT_ACK)) {
-        uint64_t bytes = xp_wire_load64(p, offsetof(xp_wire_sack_t, mlength));
-        xp_ct_add(md->ct, (md->options & PTL_MD_EVENT_CT_BYTES) ? bytes : n, 0);
-    }
+    ack_count(md, n, xp_wire_load64(p, offsetof(xp_wire_sack_t, mlength)));
     xp_ptl_notify();
     xp_md_answered(md, n);
     return;
