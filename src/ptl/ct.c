@@ -483,11 +483,17 @@ typedef struct ct_wait {
     ptl_ct_event_t ev;   /* result: the value of cts[which] that satisfied it */
 } ct_wait_t;
 
-/* Whether ev satisfies a wait for test (kept in w when it does: the wait
- * returns the value it saw, without reading the CT again). */
+/* Whether ev satisfies a wait for test: reached, or a failure counted. */
+static inline int ct_reached(ptl_ct_event_t ev, ptl_size_t test)
+{
+    return ev.success >= test || ev.failure != 0;
+}
+
+/* ct_reached, keeping ev in w when it does (the wait returns the value it
+ * saw, without reading the CT again). */
 static inline int ct_wait_hit(ct_wait_t *w, ptl_ct_event_t ev, ptl_size_t test)
 {
-    if (ev.success < test && ev.failure == 0)
+    if (!ct_reached(ev, test))
         return 0;
     w->ev = ev;
     return 1;
@@ -580,7 +586,7 @@ int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event)
      * 16-byte load, which no store forwards) it waited for every older
      * store to reach the cache. */
     ptl_ct_event_t ev = xp_ct_read(ct);
-    if (ev.success >= test || ev.failure != 0) {
+    if (ct_reached(ev, test)) {
         event->success = ev.success;
         event->failure = ev.failure;
         return PTL_OK;
