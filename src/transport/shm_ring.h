@@ -210,9 +210,9 @@ static inline int xp_shm_ring_try_push_single(xp_shm_ring_t *ring, const uint64_
      * previous packet's cell, whose line the consumer has just read. That
      * serialised every send on a cross-core transfer: tl_bench's 8 B stream
      * 25 -> 54 M/s without it (AMD EPYC VM, round 25). */
+    uint64_t need = xp_shm_cells_for(len, src);
     uint64_t bits = xp_shm_word_short(len, src);
     __asm__("" : "+r"(bits)); /* made here, in a 64-bit register */
-    uint64_t need = ((uint64_t)len + XP_SHM_CELL_HDR_SHORT + XP_SHM_CELL - 1) / XP_SHM_CELL;
     uint32_t ncells = ring->ncells;
     uint64_t t = xp_load_relaxed(&ring->tail);
     uint32_t idx = (uint32_t)(t & (ncells - 1));
