@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks of a build that has the CUDA plugins (XP_ENABLE_CUDA=ON): the
-# CUDA tests, the datatype engine's GPU benchmark, and the tests under
+# CUDA tests, the datatype engine's GPU benchmark, the link probe, and the tests under
 # compute-sanitizer when it is installed. Each step has a time limit, so a
 # hung kernel costs seconds, not the session.
 #   scripts/gpu_check.sh [BUILD_DIR] [LOG_DIR]
@@ -25,6 +25,7 @@ run 40 test_cuda_agent "$B/tests/test_cuda_agent"
 run 40 mp_xtq_cuda "$B/bin/xprun" -n 2 --timeout 30 "$B/tests/mp_xtq_cuda"
 run 40 mp_xtq_cuda_inline "$B/bin/xprun" -n 2 --timeout 30 -x XP_PROGRESS=inline "$B/tests/mp_xtq_cuda"
 [ -x "$B/libexec/xportals/dt_pack_gpu" ] && run 60 dt_pack_gpu "$B/libexec/xportals/dt_pack_gpu" 10
+[ -x "$B/libexec/xportals/cuda_link_probe" ] && run 30 cuda_link_probe "$B/libexec/xportals/cuda_link_probe" 11
 if command -v compute-sanitizer >/dev/null; then
     run 60 sanitize_dt compute-sanitizer --tool memcheck --error-exitcode 9 "$B/tests/test_dt_cuda" 20
     run 45 sanitize_agent compute-sanitizer --tool memcheck --error-exitcode 9 "$B/tests/test_cuda_agent"
