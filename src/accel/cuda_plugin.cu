@@ -7,7 +7,8 @@
  * (so the barrier bit is always honoured), waits for barrier-AND/OR
  * dependencies, and publishes each kernel dispatch as a "job" that every
  * block of the persistent grid works on; the last block to finish completes
- * the packet (decrements its completion signal with a system-scope atomic).
+ * the packet (decrements its completion signal: system-scope atomics where
+ * the link has them, else stores under a lock, see signal_add).
  * Work-items are spread over the persistent grid (the packet's work-group
  * sizes are not used). Kernel objects are XP_CUDA_KERNEL_* built-ins or a
  * device function pointer of type xp_cuda_device_fn_t. Agent dispatch packets
@@ -41,6 +42,9 @@ static_assert(offsetof(queue_shm, write_index) == 64 && offsetof(queue_shm, read
                   offsetof(queue_shm, doorbell) == 192 && offsetof(queue_shm, space) == 256 &&
                   offsetof(queue_shm, ring) == 320,
               "queue layout differs from accel_internal.h");
+/* load_value_seq reads both in one 16-byte load. */
+static_assert(offsetof(xp_signal_t, value) == 0 && offsetof(xp_signal_t, seq) == 8,
+              "signal layout differs from accel.h");
 
 typedef void (*xp_cuda_device_fn_t)(void *kernarg, uint64_t i, uint64_t n);
 
@@ -50,6 +54,9 @@ struct ctl {
     volatile int stop;   /* drain the queue, then exit */
     volatile int pause;  /* exit before the next packet; queue_resume relaunches */
 };
+/* The device reads both flags in one 8-byte load (load_ctl). */
+static_assert(offsetof(ctl, stop) == 0 && offsetof(ctl, pause) == 4 && sizeof(ctl) == 8,
+              "ctl layout");
 
 struct job {
     xp_aql_kernel_dispatch_t pkt;
@@ -82,65 +89,116 @@ struct handle {
  * afterwards), which is how signals are used with a CUDA agent. */
 __device__ static unsigned int g_host_signal_lock;
 
-__device__ static void host_lock(int native)
+__device__ static void host_lock(void)
 {
-    if (native)
-        return;
     while (atomicCAS(&g_host_signal_lock, 0u, 1u) != 0u)
         __nanosleep(32);
     __threadfence();
 }
 
-__device__ static void host_unlock(int native)
+__device__ static void host_unlock(void)
 {
-    if (native)
-        return;
     __threadfence_system();
     atomicExch(&g_host_signal_lock, 0u);
 }
 
-__device__ static void host_inc32(unsigned int *p, int native)
+/* What one thread pays on the link to host memory (pinned, mapped), as
+ * bench/cuda_link_probe measured it on an H100 without native atomics:
+ * a strong load 1.16 us, 16 bytes as much as 8, and strong loads do not
+ * overlap (three take 3.1 us) while plain ones after an acquire do; a
+ * system-scope fence 0.7-0.85 us; a store a few ns (posted). So the device
+ * reads host memory seldom and 16 bytes at a time, keeps what only it
+ * writes in registers, and fences once per update. */
+
+/* An acquire load of a packet header: the body is read after it (no fence). */
+__device__ static uint16_t load_acquire_u16(const volatile uint16_t *p)
 {
-    if (native)
-        atomicAdd_system(p, 1u);
-    else
-        *(volatile unsigned int *)p = *(volatile unsigned int *)p + 1u;
+    uint16_t v;
+    asm volatile("ld.acquire.sys.global.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+    return v;
 }
 
-/* A host signal's value changed by the device: added to (add) or stored
- * (the space signal, whose only writer is the GPU). begun before the value,
- * seq after it: a host waiter that sees the value does not return before
- * seq is bumped (signal.c, lifetime invariant). */
-__device__ static void signal_update(xp_signal_t *s, long long v, int add, int native)
+/* One strong 16-byte load: a signal's value and seq in one round trip. */
+__device__ static void load_value_seq(const xp_signal_t *s, long long *value, unsigned int *seq)
 {
-    host_lock(native);
-    host_inc32((unsigned int *)&s->begun, native);
-    __threadfence_system();
-    if (!add)
-        *(volatile int64_t *)&s->value = (int64_t)v;
-    else if (native)
-        atomicAdd_system((unsigned long long *)&s->value, (unsigned long long)v);
-    else
-        *(volatile long long *)&s->value = *(volatile long long *)&s->value + v;
-    __threadfence_system();
-    host_inc32((unsigned int *)&s->seq, native);
-    host_unlock(native);
+    unsigned long long v, w;
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v), "=l"(w) : "l"(s) : "memory");
+    *value = (long long)v;
+    *seq = (unsigned int)w; /* seq is the low half of the second word */
 }
 
+/* A host signal's value changed by the device. The value is its last store,
+ * after seq and begun: a host waiter that sees it finds seq caught up with
+ * begun, so it may return and free the signal (signal.c, lifetime
+ * invariant) while the device no longer touches it. (Sleepers are not woken
+ * either way: a device signal's waiters sleep in short slices.) Without
+ * native atomics, under the lock, value and seq are read in one load; begun
+ * equals seq then, as no host update runs while a task that completes the
+ * signal is in flight. */
 __device__ static void signal_add(uint64_t sig_addr, long long delta, int native)
 {
-    if (sig_addr)
-        signal_update((xp_signal_t *)sig_addr, delta, 1, native);
+    xp_signal_t *s = (xp_signal_t *)sig_addr;
+    if (!s)
+        return;
+    if (native) {
+        atomicAdd_system((unsigned int *)&s->begun, 1u);
+        __threadfence_system();
+        atomicAdd_system((unsigned long long *)&s->value, (unsigned long long)delta);
+        __threadfence_system();
+        atomicAdd_system((unsigned int *)&s->seq, 1u);
+        return;
+    }
+    volatile xp_signal_t *vs = s;
+    long long value;
+    unsigned int seq;
+    host_lock();
+    load_value_seq(s, &value, &seq);
+    vs->seq = seq + 1u;
+    vs->begun = seq + 1u;
+    __threadfence_system();
+    vs->value = value + delta;
+    host_unlock();
 }
 
-/* The GPU is the only writer of the space signal. */
-__device__ static void queue_release(queue_shm *q, uint64_t r, int native)
+/* Where thread (0,0) is in its queue. It is the only writer of the read
+ * index and of the space signal, so it keeps both in registers (read once
+ * per launch) and updates the host's copies with stores alone. */
+struct cursor {
+    uint64_t r;          /* the read index */
+    unsigned int seq;    /* the space signal's seq (and begun) */
+    unsigned int mask;   /* the ring's (constant) */
+    unsigned int looks;  /* at the queue, this launch */
+    int known;
+};
+
+__device__ static void cursor_load(queue_shm *q, cursor *cur)
 {
-    volatile xp_aql_packet_t *slot = &q->ring[r & q->mask];
+    if (cur->known)
+        return;
+    cur->r = *(volatile uint64_t *)&q->read_index;
+    cur->seq = *(volatile unsigned int *)&q->space.seq;
+    cur->mask = *(volatile uint32_t *)&q->mask;
+    cur->known = 1;
+}
+
+/* Frees the slot at the read index. The slot is marked free before the index
+ * moves past it (a producer may write it as soon as it sees the room). The
+ * space signal's seq and begun are stored without a fence after the index: a
+ * producer waiting for room sleeps in short slices (a device signal), and
+ * seq only ends such a sleep early; the signal lives as long as the queue,
+ * so its waiters need no lifetime guard, and begun == seq keeps drain()
+ * from waiting. */
+__device__ static void queue_release(queue_shm *q, cursor *cur)
+{
+    volatile xp_aql_packet_t *slot = &q->ring[cur->r & cur->mask];
     slot->header = (uint16_t)XP_AQL_TYPE_INVALID;
     __threadfence_system();
-    *(volatile uint64_t *)&q->read_index = r + 1;
-    signal_update(&q->space, (long long)(r + 1), 0, native);
+    cur->r++;
+    cur->seq++;
+    *(volatile uint64_t *)&q->read_index = cur->r;
+    *(volatile int64_t *)&q->space.value = (int64_t)cur->r;
+    *(volatile unsigned int *)&q->space.seq = cur->seq;
+    *(volatile unsigned int *)&q->space.begun = cur->seq;
 }
 
 __device__ static int deps_done(const xp_aql_barrier_t *b)
@@ -159,38 +217,63 @@ __device__ static int deps_done(const xp_aql_barrier_t *b)
     return is_or ? !used : 1;
 }
 
-/* Thread (0,0): process packets until one is a kernel (published as a job)
- * or the agent is stopped with an empty queue. */
-__device__ static void dispatch(queue_shm *q, ctl *c, job *j, int native)
+/* The flags: a round trip over the link, so looked at on every 8th look at
+ * the queue (the first of a launch included). A pause then takes effect
+ * within 8 packets, a stop within 8 looks at an empty queue. */
+#define CTL_EVERY 8u
+
+/* ctl's two flags in one load: stop in the low half, pause in the high. */
+__device__ static unsigned long long load_ctl(const ctl *c)
+{
+    return *(const volatile unsigned long long *)c;
+}
+
+__device__ static void leave(job *j)
+{
+    __threadfence();
+    *(volatile unsigned long long *)&j->gen = JOB_EXIT;
+}
+
+/* Thread (0,0): process packets until one is a kernel (published as a job),
+ * the agent is paused, or it is stopped with an empty queue. */
+__device__ static void dispatch(queue_shm *q, ctl *c, job *j, cursor *cur, int native)
 {
     while (*(volatile int *)&j->busy)
         __nanosleep(100);
     for (;;) {
-        if (c->pause) { /* packets left in the queue wait for the relaunch */
-            __threadfence();
-            *(volatile unsigned long long *)&j->gen = JOB_EXIT;
+        cursor_load(q, cur);
+        unsigned long long flags = cur->looks++ % CTL_EVERY ? 0 : load_ctl(c);
+        int stop = (unsigned int)flags != 0;
+        if (flags >> 32) { /* paused: packets left in the queue wait for the relaunch */
+            leave(j);
             return;
         }
-        uint64_t r = *(volatile uint64_t *)&q->read_index;
-        volatile xp_aql_packet_t *slot = &q->ring[r & q->mask];
-        uint16_t header = slot->header;
+        volatile xp_aql_packet_t *slot = &q->ring[cur->r & cur->mask];
+        uint16_t header = load_acquire_u16(&slot->header);
         unsigned type = header & 0xffu;
         if (type == XP_AQL_TYPE_INVALID) {
-            if (c->stop) {
-                __threadfence();
-                *(volatile unsigned long long *)&j->gen = JOB_EXIT;
+            if (stop) {
+                leave(j);
                 return;
             }
             __nanosleep(200);
             continue;
         }
-        __threadfence_system();
-        xp_aql_packet_t p;
-        for (int i = 0; i < 8; i++)
-            ((uint64_t *)&p)[i] = ((volatile uint64_t *)slot)[i];
+        /* After the acquire: plain loads, 16 bytes each, in flight together. */
+        const ulonglong2 *body = (const ulonglong2 *)slot;
+        union {
+            ulonglong2 w[4];
+            xp_aql_packet_t p;
+        } u;
+        ulonglong2 w0 = body[0], w1 = body[1], w2 = body[2], w3 = body[3];
+        u.w[0] = w0;
+        u.w[1] = w1;
+        u.w[2] = w2;
+        u.w[3] = w3;
+        xp_aql_packet_t p = u.p;
         p.header = header;
         if (type == XP_AQL_TYPE_KERNEL_DISPATCH) {
-            queue_release(q, r, native);
+            queue_release(q, cur);
             j->pkt = p.kernel;
             j->finished = 0;
             *(volatile int *)&j->busy = 1;
@@ -200,19 +283,19 @@ __device__ static void dispatch(queue_shm *q, ctl *c, job *j, int native)
         }
         if (type == XP_AQL_TYPE_BARRIER_AND || type == XP_AQL_TYPE_BARRIER_OR) {
             if (!deps_done(&p.barrier)) {
-                if (c->stop) { /* never satisfied: give up on stop */
-                    *(volatile unsigned long long *)&j->gen = JOB_EXIT;
+                if (stop) { /* never satisfied: give up on stop */
+                    leave(j);
                     return;
                 }
                 __nanosleep(500);
                 continue;
             }
-            queue_release(q, r, native);
+            queue_release(q, cur);
             signal_add(p.barrier.completion_signal, -1, native);
             continue;
         }
         /* agent dispatch / vendor packets: not run on the GPU */
-        queue_release(q, r, native);
+        queue_release(q, cur);
         if (type == XP_AQL_TYPE_AGENT_DISPATCH)
             signal_add(p.agent.completion_signal, -1, native);
     }
@@ -250,9 +333,10 @@ __global__ void xp_cuda_persistent(queue_shm *q, ctl *c, job *j, int native)
 {
     __shared__ unsigned long long s_gen;
     unsigned long long my_gen = 0;
+    cursor cur = {0, 0, 0, 0, 0}; /* thread (0,0)'s */
     for (;;) {
         if (blockIdx.x == 0 && threadIdx.x == 0)
-            dispatch(q, c, j, native);
+            dispatch(q, c, j, &cur, native);
         if (threadIdx.x == 0) {
             unsigned long long g;
             while ((g = *(volatile unsigned long long *)&j->gen) == my_gen)

@@ -116,10 +116,14 @@ static void check_burst(gpu_t *g)
     enum { K = 200 };
     xp_aql_packet_t p = kernel_packet(XP_CUDA_KERNEL_NOP, NULL, 64, g->done);
     xp_signal_store(g->done, K);
+    uint64_t t0 = xp_test_now_ns();
     for (int i = 0; i < K; i++)
         XP_CHECK_EQ(xp_queue_push(g->q, &p, SEC, NULL), XP_OK);
     XP_CHECK_EQ(xp_signal_wait(g->done, XP_SIGNAL_EQ, 0, SEC, NULL), XP_OK);
+    uint64_t dt = xp_test_now_ns() - t0;
+    /* the slot of a packet is free before its completion is signalled */
     XP_CHECK_EQ(xp_queue_load_read_index(g->q), xp_queue_load_write_index(g->q));
+    printf("cuda agent: %d NOP packets (grid 64) pushed at once: %.2f us per packet\n", K, dt / 1e3 / K);
 }
 
 static void check_barrier(gpu_t *g)
