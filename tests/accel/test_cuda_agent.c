@@ -4,6 +4,8 @@
  *     run by the persistent kernel, results checked on the host;
  *   - 200 packets through a 64-slot queue without waiting (the GPU frees
  *     slots; the producer waits on the device-updated space signal);
+ *   - a pause while packets stream in stops the kernel within a few of
+ *     them; the rest runs after the resume;
  *   - a barrier-AND packet holds back the packet behind it until its
  *     dependency signal reaches 0;
  *   - signals created and destroyed while the kernel runs, and the
@@ -19,6 +21,7 @@
 #include <portals4_xtq.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "xp_test.h"
 #include "xportals/accel.h"
@@ -124,6 +127,30 @@ static void check_burst(gpu_t *g)
     /* the slot of a packet is free before its completion is signalled */
     XP_CHECK_EQ(xp_queue_load_read_index(g->q), xp_queue_load_write_index(g->q));
     printf("cuda agent: %d NOP packets (grid 64) pushed at once: %.2f us per packet\n", K, dt / 1e3 / K);
+}
+
+/* A pause while packets stream in: the kernel leaves within a few packets
+ * (it looks at the pause flag on every 8th look at the queue), nothing
+ * completes while it is paused, and after the resume the rest runs and
+ * every slot is freed. 64 packets fill the queue, so no push waits for
+ * room a paused kernel would not make. */
+static void check_pause_in_burst(gpu_t *g)
+{
+    enum { K = 64 };
+    xp_aql_packet_t p = kernel_packet(XP_CUDA_KERNEL_NOP, NULL, 64, g->done);
+    xp_signal_store(g->done, K);
+    for (int i = 0; i < K; i++)
+        XP_CHECK_EQ(xp_queue_push(g->q, &p, SEC, NULL), XP_OK);
+    xp_accel_cuda_pause();
+    int64_t left = xp_signal_load(g->done);
+    uint64_t r = xp_queue_load_read_index(g->q);
+    usleep(20000);
+    XP_CHECK_EQ(xp_signal_load(g->done), left);
+    XP_CHECK_EQ(xp_queue_load_read_index(g->q), r);
+    xp_accel_cuda_resume();
+    XP_CHECK_EQ(xp_signal_wait(g->done, XP_SIGNAL_EQ, 0, SEC, NULL), XP_OK);
+    XP_CHECK_EQ(xp_queue_load_read_index(g->q), xp_queue_load_write_index(g->q));
+    printf("cuda agent: paused with %lld of %d packets left\n", (long long)left, K);
 }
 
 static void check_barrier(gpu_t *g)
@@ -343,6 +370,8 @@ int main(void)
     check_copy(&g);
     fprintf(stderr, "burst\n");
     check_burst(&g);
+    fprintf(stderr, "pause in a burst\n");
+    check_pause_in_burst(&g);
     fprintf(stderr, "barrier\n");
     check_barrier(&g);
     fprintf(stderr, "alloc while running\n");
