@@ -10,8 +10,12 @@
  *
  * Checks: every round trip completes with the value sent, and the CPU time
  * of rank 1's threads other than the main thread (the progress thread) stays
- * under BOUND_US per message. CPU time, not wall time, so a loaded machine
- * does not fail it. Thread progress only; skipped where the progress thread
+ * under BOUND_US per message: the median of 10 chunks of 200 round trips.
+ * CPU time, not wall time, and a median, so a loaded machine does not fail
+ * it: on the AMD EPYC dev VM a sleep and wake-up costs the thread 22-33 us
+ * of CPU per message (8-11 on the Intel VM) and whole runs read up to 67
+ * now and then, while the spin this guards against costs 106-114 us there
+ * (98.5 on the Intel VM). Thread progress only; skipped where the progress thread
  * may have a CPU of its own (more than one CPU in this rank's mask and two
  * per local rank: there it spins, progress.c) and under TSan (its handler
  * costs alone approach the bound). On a node with fewer CPUs than ranks it
@@ -20,6 +24,7 @@
 
 #include <portals4.h>
 #include <dirent.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,7 +37,14 @@
 
 #define PT 6
 #define ROUNDS 2000
-#define BOUND_US 40.0
+#define CHUNKS 10
+#define BOUND_US 60.0
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 /* CPU seconds used so far by the threads of this process other than the
  * caller: Linux thread CPU clocks (the clockid glibc's
@@ -96,28 +108,34 @@ int main(void)
     XP_REQUIRE(xp_barrier() == XP_OK);
 
     ptl_process_t peer = {.rank = (ptl_rank_t)(1 - me)};
-    double cpu0 = other_threads_cpu_s();
+    double per_msg_us[CHUNKS];
     /* Each rank checks its flag right after its wait: once it has put its
      * answer, the peer's next put may land at once. */
-    for (uint64_t i = 1; i <= ROUNDS; i++) {
-        if (me == 1) {
-            while (flag < i) /* rank 0's put of i */
-                ;
-            XP_CHECK_EQ(flag, i);
+    for (uint64_t c = 0, i = 1; c < CHUNKS; c++) {
+        double cpu0 = other_threads_cpu_s();
+        for (uint64_t end = i + ROUNDS / CHUNKS; i < end; i++) {
+            if (me == 1) {
+                while (flag < i) /* rank 0's put of i */
+                    ;
+                XP_CHECK_EQ(flag, i);
+            }
+            src = i;
+            XP_REQUIRE(PtlPut(mdh, 0, sizeof src, PTL_NO_ACK_REQ, peer, pt, 0, 0, NULL, 0) ==
+                       PTL_OK);
+            if (me == 0) {
+                while (flag < i) /* rank 1's answer */
+                    ;
+                XP_CHECK_EQ(flag, i);
+            }
         }
-        src = i;
-        XP_REQUIRE(PtlPut(mdh, 0, sizeof src, PTL_NO_ACK_REQ, peer, pt, 0, 0, NULL, 0) == PTL_OK);
-        if (me == 0) {
-            while (flag < i) /* rank 1's answer */
-                ;
-            XP_CHECK_EQ(flag, i);
-        }
+        per_msg_us[c] = (other_threads_cpu_s() - cpu0) * 1e6 / (ROUNDS / CHUNKS);
     }
-    double per_msg_us = (other_threads_cpu_s() - cpu0) * 1e6 / ROUNDS;
     if (me == 1) {
-        printf("rank 1: progress thread CPU per message %.2f us (bound %.0f)\n", per_msg_us,
-               BOUND_US);
-        XP_CHECK(per_msg_us < BOUND_US);
+        qsort(per_msg_us, CHUNKS, sizeof per_msg_us[0], cmp_double);
+        double median = per_msg_us[CHUNKS / 2];
+        printf("rank 1: progress thread CPU per message, median of %d chunks %.2f us "
+               "(max %.2f, bound %.0f)\n", CHUNKS, median, per_msg_us[CHUNKS - 1], BOUND_US);
+        XP_CHECK(median < BOUND_US);
     }
     XP_REQUIRE(xp_barrier() == XP_OK);
     XP_CHECK_EQ(PtlMDRelease(mdh), PTL_OK);
