@@ -11,6 +11,11 @@ if(TARGET xprun)
   xp_mp_test(mp_direct NP 2 SUFFIX _thread TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
   xp_mp_test(mp_direct NP 2 SUFFIX _off TIMEOUT 60 LABELS ptl
              ENV XP_PROGRESS=inline XP_SHM_DIRECT=0)
+  # The same with the large puts staged in bounce blocks, which the copy
+  # probe may pick for _off too (their SEND is posted at once, from the
+  # request: mlength 0, as in mp_bounce.c).
+  xp_mp_test(mp_direct NP 2 SUFFIX _off_bounce TIMEOUT 60 LABELS ptl
+             ENV XP_PROGRESS=inline XP_SHM_DIRECT=0 XP_SHM_BOUNCE=on)
   # (Bounce blocks off: a put staged in one has its SEND at once, and the
   # copy probe picks them on a loaded machine.)
   xp_mp_test(mp_direct NP 3 SUFFIX _max TIMEOUT 60 LABELS ptl
