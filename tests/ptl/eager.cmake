@@ -12,6 +12,10 @@ if(TARGET xprun AND TARGET xp_ptl)
   xp_mp_test(mp_eager NP 2 SUFFIX _auto TIMEOUT 30 LABELS ptl)
   xp_mp_test(mp_eager NP 2 SUFFIX _single TIMEOUT 30 LABELS ptl ENV XP_SHM_BOUNCE=off)
   xp_mp_test(mp_eager NP 2 SUFFIX _packet TIMEOUT 30 LABELS ptl ENV XP_SHM_BOUNCE=on)
+  # One rank with bounce blocks, the other with single copies (auto's probe
+  # may choose so: the two ranks then had picked different sizes).
+  xp_mp_test(mp_eager NP 2 SUFFIX _bounce0 TIMEOUT 30 LABELS ptl ENV MP_EAGER_BOUNCE_RANK=0)
+  xp_mp_test(mp_eager NP 2 SUFFIX _bounce1 TIMEOUT 30 LABELS ptl ENV MP_EAGER_BOUNCE_RANK=1)
 endif()
 # A put made just before PtlNIFini / PtlFini lands whole although the
 # initiator reuses its buffer right after (mp_fini_drain.c): single copies

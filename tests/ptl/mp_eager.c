@@ -13,7 +13,9 @@
  * setting, else 4 KiB where single copies were chosen (XP_SHM_BOUNCE=off),
  * a whole packet where bounce blocks were (on). Every byte lands (checked
  * at the target) and comes back (checked at the initiator), with the bytes
- * around untouched; a put of 0 bytes too. A PTL_MD_VOLATILE MD's puts up to
+ * around untouched; a put of 0 bytes too. The sizes follow rank 0's limit
+ * (the ranks may choose differently; _bounce0 and _bounce1 make them). A
+ * PTL_MD_VOLATILE MD's puts up to
  * max_volatile_size go inline whatever the limit: its buffer is overwritten
  * as soon as PtlPut returns, and the target must see what it held then.
  */
@@ -142,6 +144,13 @@ static void get_all(ptl_handle_ni_t ni, ptl_handle_eq_t eq, unsigned char *dst)
 
 int main(int argc, char **argv)
 {
+    /* MP_EAGER_BOUNCE_RANK=r: rank r with bounce blocks, the other with
+     * single copies - the copy probe's two choices in one job, which it
+     * makes now and then under XP_SHM_BOUNCE=auto. Set before the
+     * configuration is read; the rank from xprun's PMI environment. */
+    const char *mixed = getenv("MP_EAGER_BOUNCE_RANK"), *pmi_rank = getenv("PMI_RANK");
+    if (mixed && pmi_rank)
+        setenv("XP_SHM_BOUNCE", strcmp(mixed, pmi_rank) == 0 ? "on" : "off", 1);
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
     if (xp_size() != 2)
         XP_TEST_SKIP("needs exactly 2 ranks");
@@ -165,7 +174,17 @@ int main(int argc, char **argv)
         XP_CHECK_EQ(eager, inl < 4096 ? inl : 4096);
     fprintf(stderr, "rank %d: eager limit %zu, packet payload %zu, bounce blocks up to %zu\n",
             xp_rank(), eager, inl, xp_tl_bounce_max(1 - xp_rank()));
-    pick_sizes(eager, inl);
+    /* The sizes follow the initiator's (rank 0's) limit: under
+     * XP_SHM_BOUNCE=auto each process's copy probe makes its own choice,
+     * and the target must check, and make room for, the sizes sent. */
+    size_t sizes_eager = eager, klen = sizeof sizes_eager;
+    if (xp_rank() == 0)
+        XP_REQUIRE(xp_kv_put("mp_eager.limit", &eager, sizeof eager) == XP_OK);
+    XP_REQUIRE(xp_kv_fence() == XP_OK);
+    if (xp_rank() == 1)
+        XP_REQUIRE(xp_kv_get(0, "mp_eager.limit", &sizes_eager, &klen) == XP_OK &&
+                   klen == sizeof sizes_eager);
+    pick_sizes(sizes_eager, inl);
     unsigned char *buf = calloc(1, (size_t)nsizes * SLOT + 2);
     XP_REQUIRE(buf != NULL);
     if (xp_rank() == 1) {
