@@ -478,9 +478,18 @@ int main(int argc, char **argv)
         die_reader(&rx);
         return xp_test_result(); /* the peer is gone: no barrier */
     }
-    if (max && xp_rank() == 0)
+    /* Rank 0's blocks are the ones driven: under auto each process's copy
+     * probe chooses for itself, and rank 1 serves whatever it chose. */
+    size_t owner_max = max, klen = sizeof owner_max;
+    if (xp_rank() == 0)
+        XP_REQUIRE(xp_kv_put("tl_bounce.max", &max, sizeof max) == XP_OK);
+    XP_REQUIRE(xp_kv_fence() == XP_OK);
+    if (xp_rank() == 1)
+        XP_REQUIRE(xp_kv_get(0, "tl_bounce.max", &owner_max, &klen) == XP_OK &&
+                   klen == sizeof owner_max);
+    if (owner_max && xp_rank() == 0)
         drive(&rx, max);
-    else if (max)
+    else if (owner_max)
         serve(&rx);
     XP_REQUIRE(xp_barrier() == XP_OK);
     xp_tl_fini();
