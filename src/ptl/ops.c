@@ -1067,23 +1067,6 @@ put_checked(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t lengt
                     remote_offset, user_ptr, hdr_data);
 }
 
-/* Write a compact put's header (into a reserved ring cell). */
-static inline void sput_write(xp_wire_sput_t *w, uint8_t slot, uint8_t ack_req, uint8_t len,
-                              uint32_t pt_index, uint32_t md_handle, uint32_t uid,
-                              uint64_t match_bits, uint64_t remote_offset, uint64_t hdr_data)
-{
-    w->type = XP_WIRE_SPUT;
-    w->slot = slot;
-    w->ack_req = ack_req;
-    w->len = len;
-    w->pt_index = pt_index;
-    w->md_handle = md_handle;
-    w->uid = uid;
-    w->match_bits = match_bits;
-    w->remote_offset = remote_offset;
-    w->hdr_data = hdr_data;
-}
-
 /* A compact put on PtlPut's stack: what its rare continuations read back
  * after the send (from memory: only md stays in a register across it). */
 typedef struct sput_try {
@@ -1286,8 +1269,9 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
             xp_wire_tput_write((xp_wire_tput_t *)(void *)cw, slot, (uint8_t)ack_req,
                                (uint8_t)length, pt_index, md_handle, uid, remote_offset);
         else
-            sput_write((xp_wire_sput_t *)(void *)cw, slot, (uint8_t)ack_req, (uint8_t)length,
-                       pt_index, md_handle, uid, match_bits, remote_offset, hdr_data);
+            xp_wire_sput_write((xp_wire_sput_t *)(void *)cw, slot, (uint8_t)ack_req,
+                               (uint8_t)length, pt_index, md_handle, uid, match_bits,
+                               remote_offset, hdr_data);
         xp_tl_copy_small(cw + hlen, payload, length);
         xp_tl_route_commit(r, &cell);
         goto sent;

@@ -210,6 +210,25 @@ static inline int xp_wire_tput_ok(const xp_pkt_t *h, size_t len)
     return xp_wire_sput_ok(h, len) && !h->match_bits && !h->hdr_data;
 }
 
+/* Write the compact put into *w (the encoder's form of a put header; PtlPut
+ * writes it in place in a reserved ring cell). */
+static inline void xp_wire_sput_write(xp_wire_sput_t *w, uint8_t slot, uint8_t ack_req,
+                                      uint8_t len, uint32_t pt_index, uint32_t md_handle,
+                                      uint32_t uid, uint64_t match_bits,
+                                      uint64_t remote_offset, uint64_t hdr_data)
+{
+    w->type = XP_WIRE_SPUT;
+    w->slot = slot;
+    w->ack_req = ack_req;
+    w->len = len;
+    w->pt_index = pt_index;
+    w->md_handle = md_handle;
+    w->uid = uid;
+    w->match_bits = match_bits;
+    w->remote_offset = remote_offset;
+    w->hdr_data = hdr_data;
+}
+
 /* Write the compact put without bits or header data into *t. */
 static inline void xp_wire_tput_write(xp_wire_tput_t *t, uint8_t slot, uint8_t ack_req,
                                       uint8_t len, uint32_t pt_index, uint32_t md_handle,
@@ -353,16 +372,8 @@ static inline const void *xp_wire_encode(const xp_pkt_t *h, size_t len, xp_wire_
         return &w->tput;
     }
     if (xp_wire_sput_ok(h, len)) {
-        w->sput.type = XP_WIRE_SPUT;
-        w->sput.slot = h->slot;
-        w->sput.ack_req = h->ack_req;
-        w->sput.len = (uint8_t)len;
-        w->sput.pt_index = h->pt_index;
-        w->sput.md_handle = h->md_handle;
-        w->sput.uid = h->uid;
-        w->sput.match_bits = h->match_bits;
-        w->sput.remote_offset = h->remote_offset;
-        w->sput.hdr_data = h->hdr_data;
+        xp_wire_sput_write(&w->sput, h->slot, h->ack_req, (uint8_t)len, h->pt_index,
+                           h->md_handle, h->uid, h->match_bits, h->remote_offset, h->hdr_data);
         *hdr_len = sizeof(w->sput);
         return &w->sput;
     }
