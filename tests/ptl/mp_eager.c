@@ -30,6 +30,7 @@
 #include "util/config.h"
 #include "test_events.h"
 #include "xp_test.h"
+#include "xp_test_kv.h"
 #include "xportals/xp.h"
 
 #define PT 4
@@ -177,14 +178,7 @@ int main(int argc, char **argv)
     /* The sizes follow the initiator's (rank 0's) limit: under
      * XP_SHM_BOUNCE=auto each process's copy probe makes its own choice,
      * and the target must check, and make room for, the sizes sent. */
-    size_t sizes_eager = eager, klen = sizeof sizes_eager;
-    if (xp_rank() == 0)
-        XP_REQUIRE(xp_kv_put("mp_eager.limit", &eager, sizeof eager) == XP_OK);
-    XP_REQUIRE(xp_kv_fence() == XP_OK);
-    if (xp_rank() == 1)
-        XP_REQUIRE(xp_kv_get(0, "mp_eager.limit", &sizes_eager, &klen) == XP_OK &&
-                   klen == sizeof sizes_eager);
-    pick_sizes(sizes_eager, inl);
+    pick_sizes(xp_test_rank0_size("mp_eager.limit", eager), inl);
     unsigned char *buf = calloc(1, (size_t)nsizes * SLOT + 2);
     XP_REQUIRE(buf != NULL);
     if (xp_rank() == 1) {

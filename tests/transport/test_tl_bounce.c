@@ -31,6 +31,7 @@
 #include "transport/transport.h"
 #include "util/config.h"
 #include "xp_test.h"
+#include "xp_test_kv.h"
 #include "xportals/xp.h"
 
 #define MIB (1u << 20)
@@ -480,13 +481,7 @@ int main(int argc, char **argv)
     }
     /* Rank 0's blocks are the ones driven: under auto each process's copy
      * probe chooses for itself, and rank 1 serves whatever it chose. */
-    size_t owner_max = max, klen = sizeof owner_max;
-    if (xp_rank() == 0)
-        XP_REQUIRE(xp_kv_put("tl_bounce.max", &max, sizeof max) == XP_OK);
-    XP_REQUIRE(xp_kv_fence() == XP_OK);
-    if (xp_rank() == 1)
-        XP_REQUIRE(xp_kv_get(0, "tl_bounce.max", &owner_max, &klen) == XP_OK &&
-                   klen == sizeof owner_max);
+    size_t owner_max = xp_test_rank0_size("tl_bounce.max", max);
     if (owner_max && xp_rank() == 0)
         drive(&rx, max);
     else if (owner_max)
