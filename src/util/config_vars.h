@@ -23,8 +23,9 @@ XP_CONFIG_VAR(bootstrap_timeout, INT, "XP_BOOTSTRAP_TIMEOUT", "120", 1, 86400, "
 XP_CONFIG_VAR(malloc_hugepages, BOOL, "XP_MALLOC_HUGEPAGES", "1", 0, 0, "",
               "xprun starts ranks with glibc's malloc asking for transparent huge pages "
               "(GLIBC_TUNABLES glibc.malloc.hugetlb=1, unless GLIBC_TUNABLES sets hugetlb "
-              "itself): single copies of large malloc buffers pin 2 MiB pages, not 4 KiB ones. "
-              "No effect where THP is off (never) or always on")
+              "itself) and taking blocks up to 32 MiB from its heap (mmap_threshold=33554432, "
+              "unless set, or hugetlb is set to other than 1): single copies of large malloc "
+              "buffers pin 2 MiB pages, not 4 KiB ones. No effect where THP is off (never)")
 XP_CONFIG_VAR(spin_count, INT, "XP_SPIN_COUNT", "2000", 0, 100000000, "",
               "Polls that find nothing before a waiting thread sleeps on a futex (the progress "
               "thread spins only where a CPU is likely spare for it)")

@@ -291,23 +291,40 @@ static void scenario_usage(void)
     check_no_survivors(3);
 }
 
-/* XP_MALLOC_HUGEPAGES (default 1): ranks get glibc.malloc.hugetlb=1 in
- * GLIBC_TUNABLES, after what is there; a hugetlb setting of the user's, or
- * XP_MALLOC_HUGEPAGES=0 (also through -x), leaves the variable alone. */
+/* XP_MALLOC_HUGEPAGES (default 1): ranks get glibc.malloc.hugetlb=1 and
+ * glibc.malloc.mmap_threshold=33554432 in GLIBC_TUNABLES, after what is
+ * there; a hugetlb setting of the user's is kept (the threshold is added to
+ * hugetlb=1 alone), a threshold of the user's is kept, and
+ * XP_MALLOC_HUGEPAGES=0 (also through -x) leaves the variable alone. */
 static void scenario_tunables(void)
 {
+#define HUGE_THR "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432"
     unsetenv("GLIBC_TUNABLES");
     unsetenv("XP_MALLOC_HUGEPAGES");
-    const char *plain[] = {"-n", "2", helper, "env", pidfile, "GLIBC_TUNABLES",
-                           "glibc.malloc.hugetlb=1", NULL};
+    const char *plain[] = {"-n", "2", helper, "env", pidfile, "GLIBC_TUNABLES", HUGE_THR, NULL};
     XP_CHECK_EQ(run_status(plain), 0);
     const char *other[] = {"-n", "1", "-x", "GLIBC_TUNABLES=glibc.malloc.tcache_count=0", helper,
                            "env", pidfile, "GLIBC_TUNABLES",
-                           "glibc.malloc.tcache_count=0:glibc.malloc.hugetlb=1", NULL};
+                           "glibc.malloc.tcache_count=0:" HUGE_THR, NULL};
     XP_CHECK_EQ(run_status(other), 0);
     const char *own[] = {"-n", "1", "-x", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0", helper, "env",
                          pidfile, "GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", NULL};
     XP_CHECK_EQ(run_status(own), 0);
+    const char *own10[] = {"-n", "1", "-x", "GLIBC_TUNABLES=glibc.malloc.hugetlb=10", helper,
+                           "env", pidfile, "GLIBC_TUNABLES", "glibc.malloc.hugetlb=10", NULL};
+    XP_CHECK_EQ(run_status(own10), 0);
+    const char *own1[] = {"-n", "1", "-x", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1", helper, "env",
+                          pidfile, "GLIBC_TUNABLES", HUGE_THR, NULL};
+    XP_CHECK_EQ(run_status(own1), 0);
+    const char *thr[] = {"-n", "1", "-x", "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=65536",
+                         helper, "env", pidfile, "GLIBC_TUNABLES",
+                         "glibc.malloc.mmap_threshold=65536:glibc.malloc.hugetlb=1", NULL};
+    XP_CHECK_EQ(run_status(thr), 0);
+    /* A name that only ends like ours is not ours. */
+    const char *lookalike[] = {"-n", "1", "-x", "GLIBC_TUNABLES=x.glibc.malloc.hugetlb=0", helper,
+                               "env", pidfile, "GLIBC_TUNABLES",
+                               "x.glibc.malloc.hugetlb=0:" HUGE_THR, NULL};
+    XP_CHECK_EQ(run_status(lookalike), 0);
     const char *off[] = {"-n", "1", "-x", "XP_MALLOC_HUGEPAGES=0", "-x",
                          "GLIBC_TUNABLES=glibc.malloc.tcache_count=0", helper, "env", pidfile,
                          "GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", NULL};
@@ -316,6 +333,7 @@ static void scenario_tunables(void)
     const char *unset[] = {"-n", "1", helper, "env", pidfile, "GLIBC_TUNABLES", "", NULL};
     XP_CHECK_EQ(run_status(unset), 1); /* (the helper: 1 = not set) */
     unsetenv("XP_MALLOC_HUGEPAGES");
+#undef HUGE_THR
 }
 
 static void scenario_output(void)
