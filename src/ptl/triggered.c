@@ -10,6 +10,7 @@
 #include "ptl/atomic_ops.h"
 #include "ptl/ct.h"
 #include "ptl/engine.h" /* xp_eng_put_gather, XP_PKT_F_XTQ */
+#include "ptl/md.h"
 #include "util/log.h"
 #include "util/pool.h"
 
@@ -201,11 +202,21 @@ static int trig_ni(ptl_handle_ct_t trig_ct_handle, xp_ni_t **ni)
     return PTL_OK;
 }
 
-/* Handles of MDs are checked by type here; the call that issues the
- * operation checks the MD itself when it fires. */
-static int md_handle_plausible(ptl_handle_md_t md)
+/* A data operation's local side, checked at the call as the immediate
+ * call checks it: an MD, [off, off + len) inside it, len within the MD's
+ * NI's `limit` (NULL: the message size), a target that NI can address. The
+ * call that issues the operation checks again when it fires (the MD may be
+ * gone by then), but what fails there is lost without an event: an
+ * argument that is already wrong must fail here, with PTL_ARG_INVALID. */
+static int md_args_ok(ptl_handle_md_t h, ptl_size_t off, ptl_size_t len,
+                      const ptl_size_t *limit, ptl_process_t target)
 {
-    return xp_handle_type_of(md) == XP_HANDLE_MD;
+    const xp_md_t *md = xp_md_from_handle(h);
+    if (!md || off > md->region.length || len > md->region.length - off)
+        return 0;
+    if (len > (limit ? *limit : md->ni->limits.max_msg_size))
+        return 0;
+    return xp_ni_target_rank(md->ni, target) >= 0;
 }
 
 /* Where a recorded data operation goes: the arguments every kind shares. */
@@ -233,7 +244,8 @@ int PtlTriggeredPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size
 
     if (rc != PTL_OK)
         return rc;
-    if (!md_handle_plausible(md_handle) || (unsigned)ack_req > PTL_OC_ACK_REQ)
+    if (!md_args_ok(md_handle, local_offset, length, NULL, target_id) ||
+        (unsigned)ack_req > PTL_OC_ACK_REQ)
         return PTL_ARG_INVALID;
     rc = trig_new(ni, XP_TRIG_PUT, threshold, &t);
     if (rc != PTL_OK)
@@ -257,7 +269,7 @@ int PtlTriggeredGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size
 
     if (rc != PTL_OK)
         return rc;
-    if (!md_handle_plausible(md_handle))
+    if (!md_args_ok(md_handle, local_offset, length, NULL, target_id))
         return PTL_ARG_INVALID;
     rc = trig_new(ni, XP_TRIG_GET, threshold, &t);
     if (rc != PTL_OK)
@@ -282,9 +294,9 @@ int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_s
 
     if (rc != PTL_OK)
         return rc;
-    if (!md_handle_plausible(md_handle) || (unsigned)ack_req > PTL_OC_ACK_REQ ||
-        xp_atomic_check(operation, datatype, length, XP_ATOMIC_PLAIN) != XP_OK ||
-        length > ni->limits.max_atomic_size)
+    if (!md_args_ok(md_handle, local_offset, length, &ni->limits.max_atomic_size, target_id) ||
+        (unsigned)ack_req > PTL_OC_ACK_REQ ||
+        xp_atomic_check(operation, datatype, length, XP_ATOMIC_PLAIN) != XP_OK)
         return PTL_ARG_INVALID;
     rc = trig_new(ni, XP_TRIG_ATOMIC, threshold, &t);
     if (rc != PTL_OK)
@@ -317,9 +329,10 @@ static int trig_fetch_like(xp_trig_kind_t kind, ptl_handle_md_t get_md,
 
     if (rc != PTL_OK)
         return rc;
-    if (!md_handle_plausible(get_md) || !md_handle_plausible(put_md) ||
-        xp_atomic_check(operation, datatype, length, akind) != XP_OK ||
-        length > ni->limits.max_fetch_atomic_size)
+    const ptl_size_t *lim = &ni->limits.max_fetch_atomic_size;
+    if (!md_args_ok(get_md, local_get_offset, length, lim, target_id) ||
+        !md_args_ok(put_md, local_put_offset, length, lim, target_id) ||
+        xp_atomic_check(operation, datatype, length, akind) != XP_OK)
         return PTL_ARG_INVALID;
     /* CSWAP* and MSWAP need their operand; SWAP ignores it. */
     if (kind == XP_TRIG_SWAP && operation != PTL_SWAP && !operand)
@@ -386,8 +399,9 @@ int PtlTriggeredXtqPut(ptl_handle_md_t cmd_md_handle, ptl_size_t cmd_offset, ptl
 
     if (rc != PTL_OK)
         return rc;
-    if (!md_handle_plausible(cmd_md_handle) ||
-        (payload_length && !md_handle_plausible(payload_md_handle)) ||
+    if (!md_args_ok(cmd_md_handle, cmd_offset, cmd_length, NULL, target_id) ||
+        (payload_length &&
+         !md_args_ok(payload_md_handle, payload_offset, payload_length, NULL, target_id)) ||
         (ack_req != PTL_ACK_REQ && ack_req != PTL_CT_ACK_REQ) || cmd_length < PTL_XTQ_CMD_SIZE)
         return PTL_ARG_INVALID;
     rc = trig_new(ni, XP_TRIG_XTQPUT, threshold, &t);

@@ -11,6 +11,7 @@
 
 #include "ptl/ct.h"
 #include "ptl/handle.h"
+#include "ptl/md.h"
 #include "ptl/progress.h"
 #include "util/clock.h"
 
@@ -30,6 +31,8 @@ void fake_init(int max_cts, int max_eqs, int max_trig)
         ni->limits.max_triggered_ops = max_trig;
         ni->limits.max_atomic_size = 512;
         ni->limits.max_fetch_atomic_size = 512;
+        ni->limits.max_msg_size = (ptl_size_t)INT64_MAX;
+        ni->physical = 1; /* targets through xp_ni_target_rank_phys below */
     }
     fake.initialized = 1;
 }
@@ -41,6 +44,24 @@ void fake_fini(void)
 }
 
 int xp_ptl_initialized(void) { return fake.initialized; }
+
+/* Every MD handle names one MD of FAKE_MD_LEN bytes on NI 0. */
+xp_md_t *xp_md_from_handle(ptl_handle_md_t h)
+{
+    static xp_md_t md;
+    if (xp_handle_type_of(h) != XP_HANDLE_MD)
+        return NULL;
+    md.handle = h;
+    md.ni = &fake.ni[0];
+    md.region.length = FAKE_MD_LEN;
+    return &md;
+}
+
+int xp_ni_target_rank_phys(const xp_ni_t *ni, ptl_process_t id)
+{
+    (void)ni;
+    return id.phys.pid == FAKE_BAD_PID ? -1 : 0;
+}
 
 xp_ni_t *xp_ni_from_handle(ptl_handle_ni_t h)
 {

@@ -56,5 +56,8 @@ int fake_await_waiters(int n, const char *what);
 void fake_watchdog(const char *phase, unsigned seconds);
 
 #define FAKE_MD(i) xp_handle_make(XP_HANDLE_MD, 0, 0, (uint32_t)(i))
+/* What every FAKE_MD handle covers, and a target pid no NI can address. */
+#define FAKE_MD_LEN 65536
+#define FAKE_BAD_PID 4242
 
 #endif

@@ -148,7 +148,8 @@ static void init_refcount(void)
     PtlFini();
 }
 
-static void check_limits_minimums(const ptl_ni_limits_t *l)
+/* small: the NI was asked for atomic sizes under 32, and granted them. */
+static void check_limits(const ptl_ni_limits_t *l, int small)
 {
     XP_CHECK(l->max_entries > 0);
     XP_CHECK(l->max_mds > 0);
@@ -158,11 +159,59 @@ static void check_limits_minimums(const ptl_ni_limits_t *l)
     XP_CHECK(l->max_iovecs > 0);
     XP_CHECK(l->max_list_size > 0);
     XP_CHECK(l->max_msg_size > 0);
-    /* Clients (SOS) refuse less than a long double complex. */
-    XP_CHECK(l->max_atomic_size >= 32);
-    XP_CHECK(l->max_fetch_atomic_size >= 32);
+    /* Clients (SOS) refuse less than a long double complex: so much unless
+     * asked for less. */
+    XP_CHECK(small || l->max_atomic_size >= 32);
+    XP_CHECK(small || l->max_fetch_atomic_size >= 32);
     XP_CHECK(l->max_volatile_size >= 32);
     XP_CHECK(l->max_fetch_atomic_size <= l->max_atomic_size);
+}
+
+/* On an NI granted max_msg_size 4, max_atomic_size 4, max_fetch_atomic_size
+ * 4: what exceeds them is refused by the immediate and the triggered calls
+ * alike (a triggered one accepted here would fail silently when it fires). */
+static void small_limits(ptl_handle_ni_t ni)
+{
+    static unsigned char buf[64];
+    ptl_md_t mdd = {.start = buf, .length = sizeof buf, .eq_handle = PTL_EQ_NONE,
+                    .ct_handle = PTL_CT_NONE};
+    ptl_handle_md_t md;
+    ptl_handle_ct_t ct;
+    ptl_process_t p;
+    uint64_t operand = 0;
+    XP_REQUIRE(PtlGetId(ni, &p) == PTL_OK);
+    XP_REQUIRE(PtlMDBind(ni, &mdd, &md) == PTL_OK);
+    XP_REQUIRE(PtlCTAlloc(ni, &ct) == PTL_OK);
+    XP_CHECK_EQ(PtlPut(md, 0, 5, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredPut(md, 0, 5, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlGet(md, 0, 5, p, 0, 0, 0, NULL), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredGet(md, 0, 5, p, 0, 0, 0, NULL, ct, 1), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlAtomic(md, 0, 5, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, PTL_SUM, PTL_UINT8_T),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredAtomic(md, 0, 5, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, PTL_SUM,
+                                   PTL_UINT8_T, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlFetchAtomic(md, 0, md, 32, 5, p, 0, 0, 0, NULL, 0, PTL_SUM, PTL_UINT8_T),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredFetchAtomic(md, 0, md, 32, 5, p, 0, 0, 0, NULL, 0, PTL_SUM,
+                                        PTL_UINT8_T, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlSwap(md, 0, md, 32, 5, p, 0, 0, 0, NULL, 0, &operand, PTL_SWAP, PTL_UINT8_T),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredSwap(md, 0, md, 32, 5, p, 0, 0, 0, NULL, 0, &operand, PTL_SWAP,
+                                 PTL_UINT8_T, ct, 1),
+                PTL_ARG_INVALID);
+    /* Past the MD's end, and an MD released before the call. */
+    XP_CHECK_EQ(PtlTriggeredPut(md, 62, 4, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlMDRelease(md), PTL_OK);
+    XP_CHECK_EQ(PtlTriggeredPut(md, 0, 4, PTL_NO_ACK_REQ, p, 0, 0, 0, NULL, 0, ct, 1),
+                PTL_ARG_INVALID);
+    ptl_ct_event_t ev;
+    XP_CHECK_EQ(PtlCTGet(ct, &ev), PTL_OK);
+    XP_CHECK_EQ(ev.success + ev.failure, 0); /* nothing was posted */
+    XP_CHECK_EQ(PtlCTFree(ct), PTL_OK);
 }
 
 static void ni_init_fini(void)
@@ -190,16 +239,23 @@ static void ni_init_fini(void)
     want.max_mds = 2;
     want.max_pt_index = 4; /* fewer PT entries than the default are granted */
     want.max_list_size = 2;
+    want.max_msg_size = 4;
+    want.max_atomic_size = 4; /* smaller atomic sizes too, as the reference grants them */
+    want.max_fetch_atomic_size = 4;
     XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, opts[0], PTL_PID_ANY, &want, &lim, &h[0]) == PTL_OK);
     XP_CHECK_EQ(lim.max_entries, 3);
     XP_CHECK_EQ(lim.max_mds, 2);
     XP_CHECK_EQ(lim.max_pt_index, 4);
     XP_CHECK_EQ(lim.max_list_size, 2);
+    XP_CHECK_EQ(lim.max_msg_size, 4);
+    XP_CHECK_EQ(lim.max_atomic_size, 4);
+    XP_CHECK_EQ(lim.max_fetch_atomic_size, 4);
     XP_CHECK(lim.max_cts > 0 && lim.max_eqs > 0);
-    check_limits_minimums(&lim);
+    check_limits(&lim, 1);
+    small_limits(h[0]);
     for (int i = 1; i < 4; i++) {
         XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, opts[i], PTL_PID_ANY, NULL, &lim2, &h[i]) == PTL_OK);
-        check_limits_minimums(&lim2);
+        check_limits(&lim2, 0);
         XP_CHECK(lim2.max_pt_index >= 63);
         for (int j = 0; j < i; j++)
             XP_CHECK(h[i] != h[j]);

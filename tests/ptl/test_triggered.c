@@ -78,6 +78,28 @@ static void test_kinds_and_args(void)
                                  PTL_CSWAP, PTL_INT64_T, ct, 1), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlTriggeredSwap(FAKE_MD(2), 0, FAKE_MD(1), 0, 16, me, 0, 0, 0, NULL, 0,
                                  &operand, PTL_CSWAP, PTL_INT64_T, ct, 1), PTL_ARG_INVALID);
+    /* The local side is checked at the call, as PtlPut checks it (found only
+     * when the operation fires, it would be lost without an event): past
+     * the MD's end, over the message size, a target the NI cannot address. */
+    const ptl_process_t bad = {.phys = {.nid = 0, .pid = FAKE_BAD_PID}};
+    XP_CHECK_EQ(PtlTriggeredPut(FAKE_MD(1), FAKE_MD_LEN - 4, 8, PTL_NO_ACK_REQ, me, 0, 0, 0,
+                                NULL, 0, ct, 1), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredGet(FAKE_MD(1), 0, FAKE_MD_LEN + 1, me, 0, 0, 0, NULL, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredPut(FAKE_MD(1), 0, 8, PTL_NO_ACK_REQ, bad, 0, 0, 0, NULL, 0, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredAtomic(FAKE_MD(1), FAKE_MD_LEN, 8, PTL_NO_ACK_REQ, me, 0, 0, 0, NULL,
+                                   0, PTL_SUM, PTL_INT64_T, ct, 1), PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredFetchAtomic(FAKE_MD(2), FAKE_MD_LEN - 4, FAKE_MD(1), 0, 8, me, 0, 0,
+                                        0, NULL, 0, PTL_SUM, PTL_INT64_T, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredSwap(FAKE_MD(2), 0, FAKE_MD(1), 0, 8, bad, 0, 0, 0, NULL, 0,
+                                 &operand, PTL_CSWAP, PTL_INT64_T, ct, 1), PTL_ARG_INVALID);
+    fake.ni[0].limits.max_msg_size = 4;
+    XP_CHECK_EQ(PtlTriggeredPut(FAKE_MD(1), 0, 5, PTL_NO_ACK_REQ, me, 0, 0, 0, NULL, 0, ct, 1),
+                PTL_ARG_INVALID);
+    XP_CHECK_EQ(PtlTriggeredGet(FAKE_MD(1), 0, 5, me, 0, 0, 0, NULL, ct, 1), PTL_ARG_INVALID);
+    fake.ni[0].limits.max_msg_size = (ptl_size_t)INT64_MAX;
     XP_CHECK_EQ(PtlTriggeredCTInc(ct_other_ni, (ptl_ct_event_t){1, 0}, ct, 1), PTL_ARG_INVALID);
     XP_CHECK_EQ(PtlTriggeredCTInc(ct2, (ptl_ct_event_t){1, 1}, ct, 1), PTL_ARG_INVALID);
     XP_CHECK_EQ(fake.ni[0].obj_count[XP_NI_OBJ_TRIGGERED], 0);
