@@ -37,9 +37,10 @@ usage: compare.sh [options]
                   this script)
   --no-install    do not apt-get missing MPI/UCX packages
 Xportals runs with the caller's XP_* environment (e.g. XP_PROGRESS=thread).
-Every candidate runs with the malloc that xprun gives its ranks: glibc's
-transparent huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb=1) unless
-XP_MALLOC_HUGEPAGES=0 or GLIBC_TUNABLES already sets hugetlb.
+Every candidate runs with glibc's transparent huge pages for malloc
+(GLIBC_TUNABLES glibc.malloc.hugetlb=1) unless XP_MALLOC_HUGEPAGES=0 or
+GLIBC_TUNABLES already sets hugetlb; Xportals' ranks also get xprun's
+glibc.malloc.mmap_threshold (docs/performance.md says why the peers do not).
 EOF
     exit 2
 }
@@ -98,8 +99,9 @@ mkdir -p "$workdir/logs" || exit 1
 RESULTS="$workdir/results.txt"
 : >"$RESULTS"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# The peers get what xprun sets for Xportals' ranks (XP_MALLOC_HUGEPAGES), so
-# that every candidate's buffers come from the same malloc.
+# The peers get the huge pages xprun sets for Xportals' ranks
+# (XP_MALLOC_HUGEPAGES), which Open MPI's 1 MiB bandwidth needs; not xprun's
+# mmap threshold, which lowers it (docs/performance.md).
 case "${XP_MALLOC_HUGEPAGES:-1}" in
 0 | no | off | false) ;;
 *) case "${GLIBC_TUNABLES:-}" in
@@ -561,7 +563,7 @@ note "xportals: ${prefix:-not found} $([ -x "${prefix:-/nonexistent}/bin/xpinfo"
 command -v mpichversion >/dev/null && note "mpich: $(mpichversion 2>/dev/null | head -1 | sed 's/^[^:]*:\s*//') ($(mpichversion 2>/dev/null | grep -i '^MPICH Device' | sed 's/^[^:]*:\s*//'))"
 command -v mpirun.openmpi >/dev/null && note "openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1)"
 command -v ucx_info >/dev/null && note "ucx: $(ucx_info -v 2>/dev/null | head -1 | sed 's/^# //')"
-note "malloc: GLIBC_TUNABLES=${GLIBC_TUNABLES:-} for every candidate"
+note "malloc: GLIBC_TUNABLES=${GLIBC_TUNABLES:-} for every candidate (Xportals' ranks: and what xprun adds)"
 note "probe: ${PROBE:-none}; cpus=${cpus:-0,1}; rounds=$rounds quick=$quick full=$full; logs in $workdir/logs"
 note "candidates:$avail"
 
