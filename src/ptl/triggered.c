@@ -203,8 +203,8 @@ static int trig_ni(ptl_handle_ct_t trig_ct_handle, xp_ni_t **ni)
 }
 
 /* A data operation's local side, checked at the call as the immediate
- * call checks it: an MD, [off, off + len) inside it, len within the MD's
- * NI's `limit` (NULL: the message size), a target that NI can address. The
+ * call checks it: an MD, [off, off + len) inside it, len within `limit`
+ * (NULL: the MD's NI's message size), a target that NI can address. The
  * call that issues the operation checks again when it fires (the MD may be
  * gone by then), but what fails there is lost without an event: an
  * argument that is already wrong must fail here, with PTL_ARG_INVALID. */
