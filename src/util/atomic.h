@@ -78,6 +78,13 @@ static inline void xp_prefetch_write(const void *p)
 #endif
 }
 
+/* Ask for the line in shared state: the reader's side of a cell whose
+ * bytes it will read a little later (shm_ring.h). */
+static inline void xp_prefetch_read(const void *p)
+{
+    __builtin_prefetch(p, 0, 3);
+}
+
 static inline void xp_cache_demote(const void *p)
 {
 #if defined(__x86_64__)
