@@ -92,6 +92,11 @@ void xp_region_write(const xp_region_t *r, ptl_size_t off, const void *src, ptl_
 void xp_region_read(const xp_region_t *r, ptl_size_t off, void *dst, ptl_size_t len);
 /* Address of offset off (NULL if off is past the end of an iovec list). */
 void *xp_region_addr(const xp_region_t *r, ptl_size_t off);
+/* 1 if [off, off+len) lies inside the region (no overflow for any values). */
+static inline int xp_region_holds(const xp_region_t *r, ptl_size_t off, ptl_size_t len)
+{
+    return off <= r->length && len <= r->length - off;
+}
 /* 1 if [off, off+len) lies in one contiguous piece. */
 int xp_region_contiguous(const xp_region_t *r, ptl_size_t off, ptl_size_t len);
 

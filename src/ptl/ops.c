@@ -434,8 +434,7 @@ reply_bounce(int src_rank, xp_md_t *md, const xp_pkt_t *h, const void *payload, 
     if (fail == PTL_NI_OK) {
         struct iovec local[MAX_SEGS];
         /* The echoed offset and the length are the peer's word: only into the MD. */
-        int n = s.len == h->mlength && h->local_offset <= md->region.length &&
-                        s.len <= md->region.length - h->local_offset
+        int n = s.len == h->mlength && xp_region_holds(&md->region, h->local_offset, s.len)
                     ? xp_region_iov(&md->region, h->local_offset, s.len, local, MAX_SEGS)
                     : -1;
         /* (The target may still be staging it: we copy behind it.) */
@@ -558,7 +557,7 @@ void xp_eng_handle_answer(int src_rank, const xp_pkt_t *h, const void *payload, 
         if (ok && len > 0 && !(h->flags & XP_PKT_F_RMA)) {
             size_t n = len < h->mlength ? len : h->mlength;
             /* The echoed offset is the peer's word: never write outside the MD. */
-            if (h->local_offset <= md->region.length && n <= md->region.length - h->local_offset) {
+            if (xp_region_holds(&md->region, h->local_offset, n)) {
                 if (!md->region.iov)
                     reply_copy((char *)((uintptr_t)md->region.start + h->local_offset), payload,
                                n);
@@ -667,7 +666,7 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
     if (!md || md->eq || md->region.iov || !xp_md_pending(md))
         goto general;
     uint64_t off = xp_wire_load64(p, offsetof(xp_wire_sreply_t, local_offset));
-    if (off > md->region.length || n > md->region.length - off)
+    if (!xp_region_holds(&md->region, off, n))
         goto general;
     char *dst = (char *)((uintptr_t)md->region.start + off);
     const unsigned char *src = p + sizeof(xp_wire_sreply_t);
@@ -815,16 +814,9 @@ static int rma_segs(const char *call, int rank, xp_md_t *md, ptl_size_t local_of
     return n;
 }
 
-/* [off, off+len) lies inside md. */
-static inline int in_region(const xp_md_t *md, ptl_size_t off, ptl_size_t len)
-{
-    return off <= md->region.length && len <= md->region.length - off;
-}
-
 static int check_range(const xp_md_t *md, ptl_size_t off, ptl_size_t len)
 {
-    return off <= md->region.length && len <= md->region.length - off &&
-           len <= md->ni->limits.max_msg_size;
+    return xp_region_holds(&md->region, off, len) && len <= md->ni->limits.max_msg_size;
 }
 
 /* The operation could not be handed to the transport: report it as the
@@ -1226,7 +1218,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     } else {
         goto checked;
     }
-    if (__builtin_expect(length >= md->sput_lim || !in_region(md, local_offset, length) ||
+    if (__builtin_expect(length >= md->sput_lim || !xp_region_holds(&md->region, local_offset, length) ||
                              (unsigned)ack_req > PTL_OC_ACK_REQ || ack_req == PTL_ACK_REQ,
                          0))
         goto checked;
@@ -1745,8 +1737,8 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
     if (__builtin_expect(fetch_word_ok(operation, datatype, length) &&
                              length < put_md->sput_lim && !get_md->region.iov &&
                              get_md->ni == ni && length <= ni->limits.max_fetch_atomic_size &&
-                             in_region(get_md, local_get_offset, length) &&
-                             in_region(put_md, local_put_offset, length),
+                             xp_region_holds(&get_md->region, local_get_offset, length) &&
+                             xp_region_holds(&put_md->region, local_put_offset, length),
                          1)) {
         if (!r && (r = memo_route(st, m, epoch, put_md_handle, put_md, target_id.rank,
                                   &rank)) != NULL) {

@@ -228,7 +228,7 @@ static int accept_entry(xp_match_entry_t *e, void *arg)
     if (!(le->options & PTL_ME_NO_TRUNCATE))
         return 1;
     ptl_size_t off = (le->options & PTL_ME_MANAGE_LOCAL) ? le->local_offset : h->remote_offset;
-    return off <= le->region.length && h->rlength <= le->region.length - off;
+    return xp_region_holds(&le->region, off, h->rlength);
 }
 
 /* Match: priority list first, then overflow. Sets r->le and r->list. */
@@ -1223,7 +1223,7 @@ fast_atomic(int src, const atomic_form_t *fm, const unsigned char *pkt, size_t l
         return;
     }
     ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
-    if (offset > le->region.length || size > le->region.length - offset)
+    if (!xp_region_holds(&le->region, offset, size))
         goto decline;
     uint64_t old = 0;
     char *at = le->region.start + offset;
@@ -1336,7 +1336,7 @@ fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
     if (!le)
         goto refuse;
     ptl_size_t offset = xp_wire_load64(pkt, fm->remote_offset);
-    if (offset > le->region.length || size > le->region.length - offset) {
+    if (!xp_region_holds(&le->region, offset, size)) {
         xp_pt_leave(pt);
         goto refuse;
     }

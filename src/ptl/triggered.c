@@ -212,7 +212,7 @@ static int md_args_ok(ptl_handle_md_t h, ptl_size_t off, ptl_size_t len,
                       const ptl_size_t *limit, ptl_process_t target)
 {
     const xp_md_t *md = xp_md_from_handle(h);
-    if (!md || off > md->region.length || len > md->region.length - off)
+    if (!md || !xp_region_holds(&md->region, off, len))
         return 0;
     if (len > (limit ? *limit : md->ni->limits.max_msg_size))
         return 0;

@@ -12,8 +12,7 @@ static int command_ok(ptl_handle_md_t md_handle, ptl_size_t off, ptl_size_t len)
 {
     xp_md_t *md = xp_md_from_handle(md_handle);
     xp_aql_packet_t cmd;
-    if (!md || len < PTL_XTQ_CMD_SIZE || off > md->region.length ||
-        len > md->region.length - off)
+    if (!md || len < PTL_XTQ_CMD_SIZE || !xp_region_holds(&md->region, off, len))
         return 0;
     xp_region_read(&md->region, off, &cmd, sizeof(cmd));
     switch (xp_aql_header_type(cmd.header)) {
