@@ -34,6 +34,9 @@ typedef struct {
     size_t min_size, max_size;
     long   iters, warmup, reps, window, queue, posted;
     long   bits;           /* ping-pong match bits; -1: the default, 0x42 */
+    long   offset;         /* --offset B: data starts B bytes into both buffers
+                            * (the local and remote offsets; benchmarks that list it) */
+    long   roffset;        /* --roffset B: into the target's buffer (default: offset) */
     int    use_me, any_source;
     int    heap;           /* --heap: buffers from xp_shmalloc (benchmarks that list it) */
     int    uncounted;      /* --uncounted: the streams' target entry counts nothing */
@@ -145,6 +148,7 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
     static const char *const base[] = { "--min-size", "--max-size", "--size", "--iters",
                                         "--warmup", "--reps", "-h", "--help" };
     b->bits = -1;
+    b->roffset = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long *lp = NULL;
@@ -179,11 +183,15 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
         else if (!strcmp(a, "--queue")) lp = &b->queue;
         else if (!strcmp(a, "--posted")) lp = &b->posted;
         else if (!strcmp(a, "--bits")) lp = &b->bits;
+        else if (!strcmp(a, "--offset")) lp = &b->offset;
+        else if (!strcmp(a, "--roffset")) lp = &b->roffset;
         else bench_usage(argv[0], extra);
         if ((*lp = bench_parse_long(v)) < 0)
             bench_usage(argv[0], extra);
         i++;
     }
+    if (b->roffset < 0)
+        b->roffset = b->offset;
     if (b->min_size > b->max_size || b->reps < 1 || b->iters < 1 || b->window < 1)
         bench_usage(argv[0], extra);
 }
@@ -437,7 +445,9 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
     ptl_handle_ct_t rct;
     ptl_ct_event_t ev;
     int peer = 1 - b->rank, active = b->rank < 2 && b->size >= 2;
-    char *rbuf = bench_alloc_buf(b, b->max_size), *sbuf = bench_alloc_buf(b, b->max_size);
+    size_t off = (size_t)b->offset, roff = (size_t)b->roffset;
+    size_t span = b->max_size + (off > roff ? off : roff);
+    char *rbuf = bench_alloc_buf(b, span), *sbuf = bench_alloc_buf(b, span);
     ptl_handle_any_t *others = calloc((size_t)extra + 1, sizeof(*others));
     double *v = calloc((size_t)b->reps, sizeof(*v));
     uint64_t count = 0;
@@ -450,12 +460,12 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
         ptl_process_t src = bench_peer(peer);
         if (b->any_source)
             src.rank = PTL_RANK_ANY;
-        others[i] = bench_post(ni, 1, pt, rbuf, b->max_size, PTL_CT_NONE, 0, src,
+        others[i] = bench_post(ni, 1, pt, rbuf, span, PTL_CT_NONE, 0, src,
                                bits + 1 + (ptl_match_bits_t)i);
     }
-    ptl_handle_any_t recv = bench_post(ni, matching, pt, rbuf, b->max_size, rct, 0,
+    ptl_handle_any_t recv = bench_post(ni, matching, pt, rbuf, span, rct, 0,
                                        bench_peer(peer), bits);
-    ptl_handle_md_t md = bench_md(ni, sbuf, b->max_size, 0, PTL_CT_NONE);
+    ptl_handle_md_t md = bench_md(ni, sbuf, span, 0, PTL_CT_NONE);
     bench_barrier(b);
 
     for (size_t size = b->min_size; active && size <= b->max_size; size = bench_next_size(size)) {
@@ -466,13 +476,13 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
                 if (i == b->warmup)
                     t0 = bench_now_us();
                 if (b->rank == 0) {
-                    BENCH_CHECK(PtlPut(md, 0, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits, 0,
-                                       NULL, 0));
+                    BENCH_CHECK(PtlPut(md, off, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits,
+                                       roff, NULL, 0));
                     BENCH_CHECK(PtlCTWait(rct, ++count, &ev));
                 } else {
                     BENCH_CHECK(PtlCTWait(rct, ++count, &ev));
-                    BENCH_CHECK(PtlPut(md, 0, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits, 0,
-                                       NULL, 0));
+                    BENCH_CHECK(PtlPut(md, off, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits,
+                                       roff, NULL, 0));
                 }
                 if (ev.failure)
                     bench_die("ping-pong (failure counted)", (int)ev.failure);
@@ -482,10 +492,11 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
         bench_stats_t st = bench_stats(v, b->reps);
         if (b->rank == 0)
             printf("bench=%s list=%s size=%zu iters=%ld reps=%ld posted=%ld any_source=%d "
-                   "bits=%#llx median_us=%.3f min_us=%.3f p90_us=%.3f buffers=%s\n",
+                   "bits=%#llx median_us=%.3f min_us=%.3f p90_us=%.3f buffers=%s offset=%zu "
+                   "roffset=%zu\n",
                    name, matching ? "me" : "le", size, iters, b->reps, extra, b->any_source,
                    (unsigned long long)bits, st.median, st.min, st.p90,
-                   b->heap ? "heap" : "malloc");
+                   b->heap ? "heap" : "malloc", off, roff);
         fflush(stdout);
     }
 
@@ -524,7 +535,9 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     ptl_handle_ct_t rct, act;
     ptl_ct_event_t ev;
     int active = b->rank < 2 && b->size >= 2;
-    char *rbuf = bench_alloc_buf(b, b->max_size), *sbuf = bench_alloc_buf(b, b->max_size);
+    size_t off = (size_t)b->offset, roff = (size_t)b->roffset;
+    size_t span = b->max_size + (off > roff ? off : roff);
+    char *rbuf = bench_alloc_buf(b, span), *sbuf = bench_alloc_buf(b, span);
     double *v = calloc((size_t)b->reps, sizeof(*v));
     uint64_t count = 0;
 
@@ -533,9 +546,9 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     BENCH_CHECK(PtlCTAlloc(ni, &rct));
     BENCH_CHECK(PtlCTAlloc(ni, &act));
     BENCH_CHECK(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt));
-    ptl_handle_any_t recv = bench_post(ni, 0, pt, rbuf, b->max_size,
+    ptl_handle_any_t recv = bench_post(ni, 0, pt, rbuf, span,
                                        b->uncounted ? PTL_CT_NONE : rct, 0, bench_peer(0), 0);
-    ptl_handle_md_t md = bench_md(ni, sbuf, b->max_size, PTL_MD_EVENT_CT_ACK, act);
+    ptl_handle_md_t md = bench_md(ni, sbuf, span, PTL_MD_EVENT_CT_ACK, act);
     bench_barrier(b);
 
     for (size_t size = b->min_size; active && (b->rank == 0 || !b->uncounted) &&
@@ -554,8 +567,8 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
                 count += (uint64_t)b->window;
                 if (b->rank == 0) {
                     for (long w = 0; w < b->window; w++)
-                        BENCH_CHECK(PtlPut(md, 0, size, PTL_CT_ACK_REQ, bench_peer(1), pt, 0, 0,
-                                           NULL, 0));
+                        BENCH_CHECK(PtlPut(md, off, size, PTL_CT_ACK_REQ, bench_peer(1), pt, 0,
+                                           roff, NULL, 0));
                     BENCH_CHECK(PtlCTWait(act, count, &ev));
                 } else {
                     BENCH_CHECK(PtlCTWait(rct, count, &ev));
