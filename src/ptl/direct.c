@@ -11,6 +11,7 @@
 #include "transport/shmheap.h"
 #include "util/atomic.h"
 #include "util/clock.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 _Static_assert(sizeof(xp_direct_desc_t) == 64, "one descriptor per cache line");
@@ -315,7 +316,7 @@ int xp_direct_put(const xp_tl_route_t *r, int rank, int slot, ptl_pt_index_t pt_
     if (len <= 64)
         xp_tl_copy_small(at, data, len);
     else
-        memcpy(at, data, len);
+        xp_copy(at, data, len);
     direct_leave(&h);
     return 1;
 }

@@ -10,6 +10,7 @@
 #include "ptl/progress.h"
 #include "ptl/wire.h"
 #include "util/clock.h"
+#include "util/copy.h"
 #include "util/log.h"
 #include "util/pool.h"
 
@@ -91,7 +92,7 @@ void xp_region_write(const xp_region_t *r, ptl_size_t off, const void *src, ptl_
     if (len == 0) /* start may be NULL for an empty region (memcpy's NULL is UB) */
         return;
     if (!r->iov) {
-        memcpy(contiguous_at(r, off), src, len);
+        xp_copy(contiguous_at(r, off), src, len);
         return;
     }
     for (int i = 0; i < r->niov && len > 0; i++) {
@@ -101,7 +102,7 @@ void xp_region_write(const xp_region_t *r, ptl_size_t off, const void *src, ptl_
             continue;
         }
         ptl_size_t take = l - off < len ? l - off : len;
-        memcpy((char *)r->iov[i].iov_base + off, s, take);
+        xp_copy((char *)r->iov[i].iov_base + off, s, take);
         s += take;
         len -= take;
         off = 0;
@@ -114,7 +115,7 @@ void xp_region_read(const xp_region_t *r, ptl_size_t off, void *dst, ptl_size_t 
     if (len == 0)
         return;
     if (!r->iov) {
-        memcpy(dst, contiguous_at(r, off), len);
+        xp_copy(dst, contiguous_at(r, off), len);
         return;
     }
     for (int i = 0; i < r->niov && len > 0; i++) {
@@ -124,7 +125,7 @@ void xp_region_read(const xp_region_t *r, ptl_size_t off, void *dst, ptl_size_t 
             continue;
         }
         ptl_size_t take = l - off < len ? l - off : len;
-        memcpy(d, (char *)r->iov[i].iov_base + off, take);
+        xp_copy(d, (char *)r->iov[i].iov_base + off, take);
         d += take;
         len -= take;
         off = 0;

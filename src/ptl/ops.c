@@ -14,6 +14,7 @@
 #include "ptl/wire.h"
 #include "transport/inplace.h"
 #include "transport/transport.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #define MAX_SEGS 64
@@ -618,7 +619,7 @@ static inline __attribute__((always_inline)) void reply_finish(xp_md_t *md, size
 static void __attribute__((noinline)) reply_copy_finish(xp_md_t *md, char *dst,
                                                         const unsigned char *src, size_t n)
 {
-    memcpy(dst, src, n);
+    xp_copy(dst, src, n);
     reply_finish(md, n);
 }
 

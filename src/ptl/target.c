@@ -15,6 +15,7 @@
 #include "portals4_xtq.h" /* PTL_NI_XTQ_* failure kinds */
 #include "transport/inplace.h"
 #include "transport/transport.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #define MAX_IOV 64
@@ -832,7 +833,7 @@ fast_put_deliver(const xp_ptl_state_t *st, int src, const put_form_t *fm,
     if (mlength > len - fm->hdr)
         mlength = len - fm->hdr;
     if (!small && mlength > 16)
-        memcpy(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
+        xp_copy(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
     else if (mlength)
         copy_small(le->region.start + offset, pkt + fm->hdr, (size_t)mlength);
     if (ack && !xp_eng_ack_join((xp_ptl_state_t *)st, src, xp_wire_load32(pkt, fm->md_handle),

@@ -29,6 +29,7 @@
 #include "transport/shm_seg.h"
 #include "transport/transport.h"
 #include "util/atomic.h"
+#include "util/copy.h"
 #include "util/tsan.h"
 
 /* The state a peer's in-place sends read and write (the shm transport's
@@ -153,7 +154,7 @@ static inline void xp_tl_copy_small(void *dst, const void *src, size_t n)
         __builtin_memcpy(d, s, 32);
         __builtin_memcpy(d + n - 32, s + n - 32, 32);
     } else {
-        memcpy(d, s, n);
+        xp_copy(d, s, n);
     }
 }
 

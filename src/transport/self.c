@@ -11,6 +11,7 @@
 
 #include "transport/shm_seg.h"
 #include "transport/tl_list.h"
+#include "util/copy.h"
 #include "util/log.h"
 #include "xportals/xp.h"
 
@@ -116,7 +117,7 @@ static xp_status_t self_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_
     if (hdr_len)
         memcpy(p->data, hdr, hdr_len);
     if (data_len)
-        memcpy(p->data + hdr_len, data, data_len);
+        xp_copy(p->data + hdr_len, data, data_len);
     p->next = NULL;
     *s->tailp = p;
     s->tailp = &p->next;

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "transport/shm_ring.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #define SKIP_LEN XP_SHM_SKIP_LEN
@@ -82,7 +83,7 @@ static void fill(xp_shm_cell_t *c, uint64_t t, size_t len, int src, const void *
     if (hdr_len)
         memcpy(p, hdr, hdr_len);
     if (data_len)
-        memcpy(p + hdr_len, data, data_len);
+        xp_copy(p + hdr_len, data, data_len);
     xp_shm_cell_publish(c, word);
 }
 

@@ -34,6 +34,7 @@
 
 #include "transport/transport.h"
 #include "util/atomic.h"
+#include "util/copy.h"
 
 #define XP_SHM_CELL 64u               /* bytes per cell */
 #define XP_SHM_CELL_HDR 16u           /* the largest packet header (a long one) */
@@ -171,7 +172,7 @@ static inline void xp_shm_copy_small(unsigned char *dst, const void *src, size_t
 {
     const unsigned char *s = src;
     if (n > 64) {
-        memcpy(dst, s, n);
+        xp_copy(dst, s, n);
     } else if (n >= 32) {
         __builtin_memcpy(dst, s, 32);
         __builtin_memcpy(dst + n - 32, s + n - 32, 32);

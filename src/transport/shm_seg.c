@@ -15,6 +15,7 @@
 #include "transport/shm_seg.h"
 #include "util/clock.h"
 #include "util/config.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #define SEG_MAGIC 0x78702d73686d3031ull /* "xp-shm01" */
@@ -268,6 +269,16 @@ xp_status_t xp_cma_copy(pid_t pid, int do_write, const struct iovec *local, int 
     return XP_OK;
 }
 
+/* n bytes from s to d: xp_copy, or memmove where the two overlap (both
+ * lists may name the same memory). */
+static void copy_or_move(char *d, const char *s, size_t n)
+{
+    if ((uintptr_t)d + n <= (uintptr_t)s || (uintptr_t)s + n <= (uintptr_t)d)
+        xp_copy(d, s, n);
+    else
+        memmove(d, s, n);
+}
+
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc)
 {
     int ok_d, ok_s;
@@ -279,7 +290,8 @@ xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *s
         size_t dl = dst[dc.i].iov_len - dc.off, sl = src[sc.i].iov_len - sc.off;
         size_t n = dl < sl ? dl : sl;
         if (n)
-            memmove((char *)dst[dc.i].iov_base + dc.off, (const char *)src[sc.i].iov_base + sc.off, n);
+            copy_or_move((char *)dst[dc.i].iov_base + dc.off,
+                         (const char *)src[sc.i].iov_base + sc.off, n);
         if (n == dl) { dc.i++; dc.off = 0; } else dc.off += n;
         if (n == sl) { sc.i++; sc.off = 0; } else sc.off += n;
     }
@@ -299,7 +311,7 @@ xp_status_t xp_iov_copy_in(const struct iovec *dst, int ndst, size_t dst_off, co
         size_t k = dst[dc.i].iov_len - dc.off;
         if (k > n)
             k = n;
-        memcpy((char *)dst[dc.i].iov_base + dc.off, s, k);
+        xp_copy((char *)dst[dc.i].iov_base + dc.off, s, k);
         s += k;
         n -= k;
     }
