@@ -246,6 +246,8 @@ typedef struct xp_ptl_state {
         ptl_handle_md_t md_handle;
         ptl_rank_t rank;          /* logical target rank */
         int job_rank;             /* its job rank */
+        uint32_t put_lim;         /* PtlPut's compact bound: md->sput_lim, at most
+                                   * 1 + route->eager_max (ops.c, put_lim) */
         struct xp_md *md;
         const struct xp_tl_route *route;
         struct xp_tl_inplace *ip;      /* route->inplace, or NULL */

@@ -1065,6 +1065,7 @@ put_checked(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t lengt
 typedef struct sput_try {
     xp_wire_sput_t w;
     const void *payload;
+    size_t len; /* payload bytes (w.len holds their low byte) */
     int rank;
 } sput_try_t;
 
@@ -1086,13 +1087,13 @@ static __attribute__((noinline, cold)) int put_retry(xp_md_t *md, const sput_try
         .uid = w->uid,
         .match_bits = w->match_bits,
         .hdr_data = w->hdr_data,
-        .rlength = w->len,
+        .rlength = t->len,
         .remote_offset = w->remote_offset,
     };
     if (rc == XP_ERR_AGAIN)
-        rc = xp_eng_send(t->rank, &h, t->payload, w->len, NULL, 0, 0);
+        rc = xp_eng_send(t->rank, &h, t->payload, t->len, NULL, 0, 0);
     if (rc == XP_OK)
-        md_count(md, PTL_MD_EVENT_CT_SEND, 1, w->len); /* no EQ: no SEND event */
+        md_count(md, PTL_MD_EVENT_CT_SEND, 1, t->len); /* no EQ: no SEND event */
     else
         undeliverable(md, &h, w->ack_req != PTL_NO_ACK_REQ, NULL, 0);
     return PTL_OK;
@@ -1113,6 +1114,15 @@ static inline xp_tl_inplace_t *route_lane(const xp_tl_route_t *r, xp_shm_ring_t 
     xp_tl_inplace_t *ip = r->inplace;
     *ring = ip ? ip->ring : NULL;
     return ip;
+}
+
+/* 1 + the longest put from md that goes compact on route r: md's own bound
+ * (md.c, sput_lim: at most 1 + XP_WIRE_SPUT_MAX), lowered to what r sends
+ * inline (XP_SHM_EAGER_MAX). A memo keeps it, so that PtlPut compares a
+ * length once. */
+static inline uint32_t put_lim(const xp_md_t *md, const xp_tl_route_t *r)
+{
+    return (uint32_t)(md->sput_lim <= r->eager_max ? md->sput_lim : r->eager_max + 1);
 }
 
 /* The route of md's (handle h's) compact sends to `target` (NULL: none, a
@@ -1147,6 +1157,7 @@ static const xp_tl_route_t *memo_route(xp_ptl_state_t *st, struct xp_route_memo 
         m->md_handle = h;
         m->rank = target;
         m->job_rank = *job_rank;
+        m->put_lim = put_lim(md, r);
         m->md = md;
         m->route = r;
         m->ip = route_lane(r, &m->ring);
@@ -1209,17 +1220,21 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
      * directly (what xp_wire_encode makes of the full header): an MD whose
      * sput_lim admits it (plain, no EQ: no SEND event, which reads the full
      * header), an answer that only counts, a logical NI whose route to the
-     * target takes the compact form of any length. Anything else, invalid
+     * target takes the compact form of any length, and a length that route
+     * sends inline (its eager_max: XP_SHM_EAGER_MAX). Anything else, invalid
      * arguments included, is put_checked's, which makes every check in
      * order. */
+    uint32_t lim;
     if (__builtin_expect(memo_hit(st, &st->put_memo, md_handle, target_id.rank), 1)) {
         r = memo_take(&st->put_memo, &md, &rank, &ip, &ring);
+        lim = st->put_memo.put_lim;
     } else if ((r = put_resolve(st, md_handle, target_id.rank, &md, &rank)) != NULL) {
         ip = route_lane(r, &ring);
+        lim = put_lim(md, r);
     } else {
         goto checked;
     }
-    if (__builtin_expect(length >= md->sput_lim || !xp_region_holds(&md->region, local_offset, length) ||
+    if (__builtin_expect(length >= lim || !xp_region_holds(&md->region, local_offset, length) ||
                              (unsigned)ack_req > PTL_OC_ACK_REQ || ack_req == PTL_ACK_REQ,
                          0))
         goto checked;
@@ -1286,6 +1301,7 @@ int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
             .hdr_data = hdr_data,
         },
         .payload = payload,
+        .len = length,
         .rank = rank,
     };
     xp_status_t rc = xp_tl_route_send(r, rank, &t.w, sizeof(t.w), t.payload, length);

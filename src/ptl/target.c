@@ -926,15 +926,15 @@ fast_put_full(const xp_ptl_state_t *st, int src, const unsigned char *pkt, size_
     fast_put(st, src, &form_full, pkt, len, 1);
 }
 
-/* A compact small put in form fm (wire.h: no flags, rlength = payload
- * length, its length byte at the same place in both compact forms). */
+/* A compact put in form fm (wire.h: no flags, rlength = payload length,
+ * the low byte of which is at the same place in both compact forms). */
 _Static_assert(offsetof(xp_wire_tput_t, len) == offsetof(xp_wire_sput_t, len),
                "one length test for both compact puts");
 static inline __attribute__((always_inline)) void
 fast_put_compact(const xp_ptl_state_t *st, int src, const put_form_t *fm,
                  const unsigned char *pkt, size_t len)
 {
-    if (len < fm->hdr || pkt[offsetof(xp_wire_sput_t, len)] != len - fm->hdr) {
+    if (len < fm->hdr || pkt[offsetof(xp_wire_sput_t, len)] != (uint8_t)(len - fm->hdr)) {
         recv_rest(src, pkt, len);
         return;
     }

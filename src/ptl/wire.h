@@ -63,17 +63,22 @@ enum {
     XP_WIRE_TPUT = 21,   /* xp_wire_tput_t: a compact put without bits or header data */
 };
 
-/* Largest payload a compact put carries (its length field is one byte). */
-#define XP_WIRE_SPUT_MAX 255u
+/* Largest payload a compact put carries. The packet's frame gives its
+ * length (the header's `len` byte holds only the low 8 bits, a check that
+ * the two agree); 4 KiB is also the shm transport's automatic eager limit
+ * (XP_SHM_AUTO_EAGER_MAX), above which puts may go by single copy. A route
+ * takes compact puts when a full header and this much payload fit one of
+ * its packets (the retry sends the full header). */
+#define XP_WIRE_SPUT_MAX 4096u
 
 /* A put of at most XP_WIRE_SPUT_MAX bytes, no flags, ack_req other than
  * PTL_ACK_REQ (so no answer echoes user_ptr or local_offset). rlength is
- * the payload length. */
+ * the payload length: the packet's length less the header. */
 typedef struct xp_wire_sput {
     uint8_t type;    /* XP_WIRE_SPUT */
     uint8_t slot;    /* target NI slot */
     uint8_t ack_req; /* PTL_NO_ACK_REQ, PTL_CT_ACK_REQ or PTL_OC_ACK_REQ */
-    uint8_t len;     /* payload bytes */
+    uint8_t len;     /* payload bytes mod 256 (the frame gives the length) */
     uint32_t pt_index;
     uint32_t md_handle;
     uint32_t uid;
@@ -88,7 +93,7 @@ typedef struct xp_wire_tput {
     uint8_t type;    /* XP_WIRE_TPUT */
     uint8_t slot;
     uint8_t ack_req;
-    uint8_t len;
+    uint8_t len;     /* payload bytes mod 256 */
     uint32_t pt_index;
     uint32_t md_handle;
     uint32_t uid;
@@ -435,7 +440,8 @@ static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_
             /* The ring slot may be unaligned for the 64-bit fields. */
             memcpy(&s, pkt, sizeof(s));
         }
-        if (s.len != len - hl || s.ack_req == PTL_ACK_REQ || s.ack_req > PTL_OC_ACK_REQ)
+        if (s.len != (uint8_t)(len - hl) || s.ack_req == PTL_ACK_REQ ||
+            s.ack_req > PTL_OC_ACK_REQ)
             return -1;
         *h = (xp_pkt_t){
             .type = XP_PKT_PUT,
@@ -446,7 +452,7 @@ static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_
             .uid = s.uid,
             .match_bits = s.match_bits,
             .hdr_data = s.hdr_data,
-            .rlength = s.len,
+            .rlength = len - hl,
             .remote_offset = s.remote_offset,
         };
         *hdr_len = hl;

@@ -1,9 +1,14 @@
 /*
- * mp_put_forms - small puts in every wire form arrive whole, across the
+ * mp_put_forms - puts in every wire form arrive whole, across the
  * shared-memory ring: without match bits and header data (the 24-byte
  * form: up to 32 bytes of data in one ring cell), with either one (the
  * 40-byte form: up to 16 bytes in one cell), and longer ones that take
- * more cells, from 0 to 80 bytes, with and without a counting ACK.
+ * more cells: every length from 0 to 80 bytes, then lengths around the
+ * compact forms' one-byte length field and their end (XP_WIRE_SPUT_MAX,
+ * 4 KiB), with and without a counting ACK. The source and target offsets
+ * vary, so the copies meet every relative alignment class (util/copy.h).
+ * The _eager1k variant lowers XP_SHM_EAGER_MAX: the longer puts then go by
+ * single copy, not in a compact packet.
  *
  * Rank 1 has a matching NI with two PTs, each with a persistent ME that
  * ignores every match bit: one without an EQ, counted (the target's one-pass
@@ -21,8 +26,8 @@
 
 #define PT_FAST 6
 #define PT_EV 7
-#define MAXLEN 80
-#define BUF 256
+#define MAXLEN 4200
+#define BUF (MAXLEN + 256)
 
 static unsigned char rbuf[2][BUF];
 
@@ -87,25 +92,30 @@ int main(void)
     }
     ptl_handle_ct_t ack_ct;
     ptl_handle_md_t md;
-    static unsigned char sbuf[MAXLEN];
+    static unsigned char sbuf[MAXLEN + 64];
     XP_REQUIRE(PtlCTAlloc(ni, &ack_ct) == PTL_OK);
     ptl_md_t mdd = {.start = sbuf, .length = sizeof sbuf, .eq_handle = PTL_EQ_NONE,
                     .ct_handle = ack_ct, .options = PTL_MD_EVENT_CT_ACK};
     XP_REQUIRE(PtlMDBind(ni, &mdd, &md) == PTL_OK);
     XP_REQUIRE(xp_barrier() == XP_OK);
 
+    static const size_t longer[] = {255, 256, 257, 1000, 2048, 2053, 2111, 2112, 4095, 4096,
+                                    4097, MAXLEN};
+    size_t nlen = 81 + sizeof longer / sizeof longer[0];
     unsigned round = 0;
     uint64_t counted = 0, acks = 0;
-    for (size_t len = 0; len <= MAXLEN; len++) {
+    for (size_t li = 0; li < nlen; li++) {
+        size_t len = li <= 80 ? li : longer[li - 81];
         for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
             for (int which = 0; which < 2; which++) {
                 for (int ack = 0; ack < 2; ack++, round++) {
-                    size_t roff = (round * 37u) % (BUF - MAXLEN);
+                    size_t roff = (round * 37u) % (BUF - len + 1);
+                    size_t loff = (round * 11u) % 64;
                     if (me == 0) {
                         for (size_t i = 0; i < len; i++)
-                            sbuf[i] = pattern(round, i);
+                            sbuf[loff + i] = pattern(round, i);
                         ptl_process_t t = {.rank = 1};
-                        XP_CHECK_EQ(PtlPut(md, 0, len, ack ? PTL_CT_ACK_REQ : PTL_NO_ACK_REQ, t,
+                        XP_CHECK_EQ(PtlPut(md, loff, len, ack ? PTL_CT_ACK_REQ : PTL_NO_ACK_REQ, t,
                                            which ? PT_EV : PT_FAST, forms[f].bits, roff, NULL,
                                            forms[f].hdr),
                                     PTL_OK);

@@ -31,7 +31,7 @@ static xp_pkt_t put_hdr(size_t len, uint8_t ack_req)
  * wire header size. */
 static size_t round_trip(const xp_pkt_t *h, size_t len, xp_pkt_t *out)
 {
-    unsigned char pkt[sizeof(xp_pkt_t) + 300];
+    unsigned char pkt[sizeof(xp_pkt_t) + XP_WIRE_SPUT_MAX + 8];
     xp_wire_t w;
     size_t hlen, dlen = 0;
     const void *hdr = xp_wire_encode(h, len, &w, &hlen);
@@ -51,13 +51,15 @@ static void test_small_put(void)
         /* Everything the target reads survives; nothing else is invented. */
         XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
     }
-    /* 0 and 255 bytes are the ends of the one-byte length. */
-    xp_pkt_t h = put_hdr(0, PTL_NO_ACK_REQ), d;
-    XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_wire_sput_t));
-    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
-    h = put_hdr(255, PTL_CT_ACK_REQ);
-    XP_CHECK_EQ(round_trip(&h, 255, &d), sizeof(xp_wire_sput_t));
-    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    /* From 0 bytes to XP_WIRE_SPUT_MAX: the frame gives the length, the
+     * length byte only its low 8 bits (255, 256 and 4096 wrap it). */
+    static const size_t lens[] = { 0, 255, 256, 257, 1024, XP_WIRE_SPUT_MAX };
+    xp_pkt_t h, d;
+    for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+        h = put_hdr(lens[l], PTL_CT_ACK_REQ);
+        XP_CHECK_EQ(round_trip(&h, lens[l], &d), sizeof(xp_wire_sput_t));
+        XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    }
     /* With the 8-byte cell header word, 40 + 16 bytes fill one 64-byte cell. */
     XP_CHECK_EQ(8 + sizeof(xp_wire_sput_t) + 16, 64);
 }
@@ -67,7 +69,7 @@ static void test_small_put(void)
 static void test_tiny_put(void)
 {
     static const uint8_t acks[] = { PTL_NO_ACK_REQ, PTL_CT_ACK_REQ, PTL_OC_ACK_REQ };
-    static const size_t lens[] = { 0, 1, 8, 32, 255 };
+    static const size_t lens[] = { 0, 1, 8, 32, 255, 256, XP_WIRE_SPUT_MAX };
     for (size_t a = 0; a < sizeof(acks); a++) {
         for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
             xp_pkt_t h = put_hdr(lens[l], acks[a]), d;
@@ -101,8 +103,9 @@ static void test_full_put(void)
     h.local_offset = 64;
     XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_pkt_t));
     XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
-    h = put_hdr(256, PTL_NO_ACK_REQ); /* too long for the length byte */
-    XP_CHECK_EQ(round_trip(&h, 256, &d), sizeof(xp_pkt_t));
+    h = put_hdr(XP_WIRE_SPUT_MAX + 1, PTL_NO_ACK_REQ); /* longer than a compact put */
+    XP_CHECK_EQ(round_trip(&h, XP_WIRE_SPUT_MAX + 1, &d), sizeof(xp_pkt_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
     h = put_hdr(8, PTL_NO_ACK_REQ);
     h.flags = XP_PKT_F_XTQ;
     XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_pkt_t));
