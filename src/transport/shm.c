@@ -323,6 +323,7 @@ static void shm_tl_close(xp_tl_t *tl)
         munmap(s->pair_base, s->pair_len);
     free(s->rx);
     free(s->rx_listed);
+    free(s->stage);
     xp_shm_bounce_fini(s);
     xp_shm_seg_close(&s->own);
     xp_shmheap_close(&s->heap);

@@ -9,6 +9,12 @@
  * wait on the same counter for different thresholds (a counter wakes only
  * the sleepers whose threshold it reached: none may be left asleep).
  *
+ * The local offsets lie 1000 + k bytes past the remote ones, so a put's
+ * destination is 19..24 bytes into its line past its source's position and
+ * a get's 40..45. MP_BIGCOPY_SHIFT moves them: -32 makes the gets' 8..13 and
+ * -48 the puts' 3..8, the relative alignments the shm transport stages
+ * through its own buffer (shm_split.c, cma_copy).
+ *
  * With --die (2 ranks): rank 0 posts large puts to rank 1 and exits in the
  * middle of them, while its threads may be copying a share of them; rank 1
  * must see every put counted as a success or a failure within seconds.
@@ -67,9 +73,11 @@ static void split3(ptl_iovec_t *iov, unsigned char *buf)
     iov[2] = (ptl_iovec_t){buf + a + b, BUF - a - b};
 }
 
-/* Offsets of operation k (test_offsets.h). */
+/* Offsets of operation k (test_offsets.h); MP_BIGCOPY_SHIFT=-N moves every
+ * local offset N bytes down (main reads it). */
+static long shift;
 static size_t roff_of(int k) { return xp_test_roff(sizes, k); }
-static size_t loff_of(int k) { return xp_test_loff(sizes, k); }
+static size_t loff_of(int k) { return (size_t)((long)xp_test_loff(sizes, k) + shift); }
 
 static void wait_ct(ptl_handle_ct_t ct, ptl_size_t *seen, ptl_size_t add, const char *what)
 {
@@ -307,13 +315,17 @@ int main(int argc, char **argv)
     ctx_t c;
     memset(&c, 0, sizeof c);
     int die = argc > 1 && !strcmp(argv[1], "--die");
+    const char *sh = getenv("MP_BIGCOPY_SHIFT");
+    shift = sh ? strtol(sh, NULL, 10) : 0;
+    XP_REQUIRE(shift > -1000 && shift <= 0);
     XP_REQUIRE(PtlInit() == PTL_OK);
     if (xp_size() < 2 || (die && xp_size() != 2))
         XP_TEST_SKIP("needs 2 or more ranks (--die: exactly 2)");
-    c.tgt = malloc(BUF);
-    c.src = malloc(BUF);
-    c.gsrc = malloc(BUF);
-    c.gdst = malloc(BUF);
+    /* Line-aligned, so that the offsets alone set the relative alignments. */
+    c.tgt = aligned_alloc(64, BUF);
+    c.src = aligned_alloc(64, BUF);
+    c.gsrc = aligned_alloc(64, BUF);
+    c.gdst = aligned_alloc(64, BUF);
     XP_REQUIRE(c.tgt && c.src && c.gsrc && c.gdst);
     setup(&c);
     fill(c.src, BUF, (unsigned)c.rank);
