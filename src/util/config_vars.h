@@ -97,7 +97,9 @@ XP_CONFIG_VAR(shm_eager_max, SIZE, "XP_SHM_EAGER_MAX", "0", 0, 1073741824, "",
               "Largest shm put or get payload sent inline in ring packets (at most one packet, "
               "32k less a header); larger ones go by bounce block or single copy. 0: auto: 4k "
               "where single copies were chosen (XP_SHM_BOUNCE off, or auto found their pinning "
-              "cheap: two copies through the rings cost more above ~4 KiB), else a whole packet")
+              "cheap: where cores exchange cache lines slowly, two copies through the rings "
+              "cost more from 8 KiB; where they do so fast, 16k can halve 8-16 KiB "
+              "latency), else a whole packet")
 XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
               "Largest shm put or get (above one packet) whose data the side that has it stages "
               "in its shared heap, from where the other side copies it with one memcpy (behind "
