@@ -135,12 +135,12 @@ void xp_eng_ack_many(int rank, const xp_pkt_t *a);
  * header: the one-pass handlers' first ACK of a run. */
 void xp_eng_ack_first(int rank, uint8_t slot, uint8_t ack_req, uint32_t md_handle,
                       uint8_t ptl_list, uint64_t mlength);
-/* From the handler: the compact REPLY `w` (ptl/wire.h) with its w->len data
+/* From the handler: the compact REPLY `w` (ptl/wire.h) with its len data
  * bytes, straight to the route when nothing is deferred and the ring has
  * room; else as xp_eng_send(in_handler = 1) sends its full header (in order
  * behind deferred answers). */
 struct xp_wire_sreply;
-void xp_eng_send_sreply(int rank, const struct xp_wire_sreply *w, const void *data);
+void xp_eng_send_sreply(int rank, const struct xp_wire_sreply *w, const void *data, size_t len);
 /* Hand back the bounce block of `rank` whose xp_seg_t starts `payload`
  * (a put request's or a REPLY's, XP_PKT_F_BOUNCE), if it holds one: shorter
  * (malformed) payloads name no segment to trust. */

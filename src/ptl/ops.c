@@ -264,10 +264,9 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
     }
 }
 
-void xp_eng_send_sreply(int rank, const xp_wire_sreply_t *w, const void *data)
+void xp_eng_send_sreply(int rank, const xp_wire_sreply_t *w, const void *data, size_t len)
 {
     xp_ptl_state_t *st = xp_ptl_state_peek();
-    size_t len = w->len;
     const xp_tl_route_t *r = xp_tl_route(rank);
     if (__builtin_expect(r && !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE) &&
                              sizeof(*w) + len <= r->max_packet,
@@ -277,7 +276,7 @@ void xp_eng_send_sreply(int rank, const xp_wire_sreply_t *w, const void *data)
     /* Deferred answers first, a full ring, an unusual route: the general
      * answer send (which encodes the same compact form when it goes). */
     xp_pkt_t h;
-    xp_wire_sreply_unpack(w, &h);
+    xp_wire_sreply_unpack(w, len, &h);
     xp_status_t rc = xp_eng_send(rank, &h, data, len, NULL, 0, 1);
     if (rc != XP_OK)
         xp_warn("answer to rank %d failed: %s", rank, xp_status_string(rc));
@@ -644,7 +643,8 @@ void xp_eng_handle_sreply(int src_rank, const void *pkt, size_t len)
      * plain MD that posts no event: write, mark answered, count.
      * Released MDs, unexpected answers, failures, events, iovec MDs and
      * offsets outside the MD take its path (with its messages). */
-    if (p[offsetof(xp_wire_sreply_t, len)] != n || p[offsetof(xp_wire_sreply_t, fail)] != PTL_NI_OK)
+    if (p[offsetof(xp_wire_sreply_t, len)] != (uint8_t)n ||
+        p[offsetof(xp_wire_sreply_t, fail)] != PTL_NI_OK)
         goto general;
     /* (The state exists while packets are handled: peek makes no call.) */
     xp_ptl_state_t *st = xp_ptl_state_peek();
@@ -1484,9 +1484,9 @@ static __attribute__((noinline, cold)) int get_retry(xp_md_t *md, int rank,
  * the route lets this thread, with the MD and route from a memo (as
  * PtlPut's): an MD without an EQ (no REPLY event reads user_ptr, which
  * the compact form does not carry) whose range holds the reply, a reply
- * the compact REPLY carries, a logical NI whose route to the target takes
- * compact packets. Anything else, invalid arguments included, is
- * get_full's. */
+ * the compact REPLY carries and the route sends inline (its eager_max:
+ * XP_SHM_EAGER_MAX), a logical NI whose route to the target takes compact
+ * packets. Anything else, invalid arguments included, is get_full's. */
 int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
            ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
            ptl_size_t remote_offset, void *user_ptr)
@@ -1511,8 +1511,8 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
             goto full;
         ip = route_lane(r, &ring);
     }
-    if (__builtin_expect(length > XP_WIRE_SGET_MAX || md->eq || local_offset > UINT32_MAX ||
-                             !check_range(md, local_offset, length),
+    if (__builtin_expect(length > XP_WIRE_SGET_MAX || length > r->eager_max || md->eq ||
+                             local_offset > UINT32_MAX || !check_range(md, local_offset, length),
                          0))
         goto full;
     /* Straight out of the target's shared heap when it publishes the entry
@@ -1527,7 +1527,7 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     if (__builtin_expect(cw != NULL, 1)) {
         cw->type = XP_WIRE_SGET;
         cw->slot = md->slot;
-        cw->len = (uint8_t)length; /* (pads: never read) */
+        cw->len = (uint16_t)length; /* (pad2: never read) */
         cw->pt_index = pt_index;
         cw->md_handle = md_handle; /* == md->handle: the look-up compared them */
         cw->uid = st->uid;
@@ -1540,7 +1540,7 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
     xp_wire_sget_t w = {
         .type = XP_WIRE_SGET,
         .slot = md->slot,
-        .len = (uint8_t)length,
+        .len = (uint16_t)length,
         .pt_index = pt_index,
         .md_handle = md_handle,
         .uid = st->uid,

@@ -1016,7 +1016,7 @@ fetch_reply_send(int src, const atomic_form_t *fm, const unsigned char *pkt, siz
      * else xp_eng_send_sreply (which tries again, then takes the
      * general answer send). */
     if (!ok || xp_tl_route_send_excl(r, src, &b, n, NULL, 0) != XP_OK)
-        xp_eng_send_sreply(src, &b.w, &b.old);
+        xp_eng_send_sreply(src, &b.w, &b.old, size);
 }
 
 /* Out of line, in its own frame: fast_fetch_finish keeps no registers for
@@ -1319,11 +1319,17 @@ fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
     if (len != fm->hdr)
         goto refuse;
     uint8_t slot = pkt[fm->slot];
-    uint64_t size = fm->compact ? pkt[offsetof(xp_wire_sget_t, len)]
-                                : xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
-    if ((!fm->compact && (pkt[offsetof(xp_pkt_t, flags)] != 0 ||
-                          xp_wire_load32(pkt, offsetof(xp_pkt_t, nseg)) != 0 ||
-                          size > XP_WIRE_SREPLY_MAX)) ||
+    uint64_t size;
+    if (fm->compact) {
+        uint16_t l;
+        memcpy(&l, pkt + offsetof(xp_wire_sget_t, len), sizeof(l));
+        size = l;
+    } else {
+        size = xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
+    }
+    if (size > XP_WIRE_SREPLY_MAX ||
+        (!fm->compact && (pkt[offsetof(xp_pkt_t, flags)] != 0 ||
+                          xp_wire_load32(pkt, offsetof(xp_pkt_t, nseg)) != 0)) ||
         slot >= XP_PTL_NI_SLOTS ||
         __atomic_load_n(&st->poll_owner, __ATOMIC_RELAXED) != xp_thread_id())
         goto refuse;
@@ -1367,7 +1373,7 @@ fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
         xp_tl_copy_small(cw + 1, data, (size_t)size);
         xp_tl_route_commit_excl(r, &cell);
     } else {
-        xp_eng_send_sreply(src, &w, data);
+        xp_eng_send_sreply(src, &w, data, (size_t)size);
     }
     fast_count_leave(__atomic_load_n(&st->asym_fence, __ATOMIC_RELAXED), pt, le->ct, le->fast,
                      (ptl_size_t)size);

@@ -116,8 +116,10 @@ typedef struct xp_wire_sack {
     uint64_t mlength;
 } xp_wire_sack_t;
 
-/* Largest inline REPLY data the compact form carries (one length byte). */
-#define XP_WIRE_SREPLY_MAX 255u
+/* Largest inline REPLY data the compact form carries (the packet's frame
+ * gives its length, the header's length byte the low 8 bits: as for the
+ * compact put, XP_WIRE_SPUT_MAX). */
+#define XP_WIRE_SREPLY_MAX 4096u
 
 /* A REPLY of len inline bytes (no flags, no RMA) whose requested and
  * manipulated lengths are both len: a successful get or fetching atomic
@@ -130,7 +132,7 @@ typedef struct xp_wire_sreply {
     uint8_t type;        /* XP_WIRE_SREPLY */
     uint8_t slot;        /* initiator NI slot */
     uint8_t fail;        /* ptl_ni_fail_t */
-    uint8_t len;         /* data bytes = rlength = mlength */
+    uint8_t len;         /* data bytes (= rlength = mlength) mod 256 */
     uint8_t ptl_list;
     uint8_t atomic_op;
     uint8_t atomic_type;
@@ -177,8 +179,7 @@ typedef struct xp_wire_sfetch {
 typedef struct xp_wire_sget {
     uint8_t type;        /* XP_WIRE_SGET */
     uint8_t slot;        /* target NI slot */
-    uint8_t len;         /* bytes asked for = rlength */
-    uint8_t pad;
+    uint16_t len;        /* bytes asked for = rlength (at most XP_WIRE_SGET_MAX) */
     uint32_t pt_index;
     uint32_t md_handle;
     uint32_t uid;
@@ -315,7 +316,7 @@ static inline void xp_wire_sget_fill(xp_wire_sget_t *g, const xp_pkt_t *h)
     *g = (xp_wire_sget_t){
         .type = XP_WIRE_SGET,
         .slot = h->slot,
-        .len = (uint8_t)h->rlength,
+        .len = (uint16_t)h->rlength,
         .pt_index = h->pt_index,
         .md_handle = h->md_handle,
         .uid = h->uid,
@@ -344,8 +345,9 @@ static inline void xp_wire_sreply_fill(xp_wire_sreply_t *s, const xp_pkt_t *h, s
     };
 }
 
-/* The full header a compact REPLY stands for (omitted fields zero). */
-static inline void xp_wire_sreply_unpack(const xp_wire_sreply_t *s, xp_pkt_t *h)
+/* The full header a compact REPLY of len data bytes stands for (omitted
+ * fields zero). */
+static inline void xp_wire_sreply_unpack(const xp_wire_sreply_t *s, size_t len, xp_pkt_t *h)
 {
     *h = (xp_pkt_t){
         .type = XP_PKT_REPLY,
@@ -356,8 +358,8 @@ static inline void xp_wire_sreply_unpack(const xp_wire_sreply_t *s, xp_pkt_t *h)
         .atomic_type = s->atomic_type,
         .md_handle = s->md_handle,
         .pt_index = s->pt_index,
-        .rlength = s->len,
-        .mlength = s->len,
+        .rlength = len,
+        .mlength = len,
         .remote_offset = s->remote_offset,
         .local_offset = s->local_offset,
         .user_ptr = s->user_ptr,
@@ -483,9 +485,9 @@ static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_
         if (len < sizeof(s))
             return -1;
         memcpy(&s, pkt, sizeof(s));
-        if (s.len != len - sizeof(s))
+        if (s.len != (uint8_t)(len - sizeof(s)))
             return -1;
-        xp_wire_sreply_unpack(&s, h);
+        xp_wire_sreply_unpack(&s, len - sizeof(s), h);
         *hdr_len = sizeof(s);
         return 0;
     }
@@ -517,6 +519,8 @@ static inline int xp_wire_decode(const void *pkt, size_t len, xp_pkt_t *h, size_
         if (len != sizeof(g)) /* a get carries no payload */
             return -1;
         memcpy(&g, pkt, sizeof(g));
+        if (g.len > XP_WIRE_SGET_MAX)
+            return -1;
         *h = (xp_pkt_t){
             .type = XP_PKT_GET,
             .slot = g.slot,

@@ -10,10 +10,14 @@ if(TARGET xprun)
   xp_mp_test(test_target_onepass NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_onepass.c LIBS portals TIMEOUT 60)
   xp_mp_test(test_target_onepass NP 3 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_target_onepass.c LIBS portals TIMEOUT 60)
 endif()
-# Small gets: the compact request, PtlGet's memo and the target's one-pass
-# get (target.c fast_get), and the cases that must take the full path.
+# Gets of up to 4 KiB: the compact request, PtlGet's memo and the target's
+# one-pass get (target.c fast_get), and the cases that must take the full path.
 if(TARGET xprun)
   xp_mp_test(test_get_onepass NP 1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_get_onepass.c LIBS portals TIMEOUT 60)
   xp_mp_test(test_get_onepass NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_get_onepass.c LIBS portals TIMEOUT 60)
   xp_mp_test(test_get_onepass NP 3 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_get_onepass.c LIBS portals TIMEOUT 60)
+  # The compact get's bound follows the route's eager limit: 1-4 KiB by
+  # single copy here, with the same results.
+  xp_mp_test(test_get_onepass NP 2 SUFFIX _eager1k TIMEOUT 60
+             ENV XP_SHM_EAGER_MAX=1024 XP_SHM_BOUNCE=off)
 endif()

@@ -6,10 +6,11 @@
  * full path instead, with the same results. Each rank gets from the next
  * one (itself with 1 process) and checks the bytes, the initiator's REPLY
  * counts and events and the target's counts and events:
- *   - 0..255 bytes at several offsets from an LE/ME that allows puts and
- *     gets and from one that allows gets only, counted as events and as
- *     bytes on both sides;
- *   - the full path: 256 and 1000 bytes (no compact form), 64 KiB (RMA),
+ *   - 0..4096 bytes (XP_WIRE_SGET_MAX; 255 and 256 wrap the REPLY's length
+ *     byte, 2112 is where glibc's memcpy changes method) at several offsets
+ *     from an LE/ME that allows puts and gets and from one that allows gets
+ *     only, counted as events and as bytes on both sides;
+ *   - the full path: 64 KiB (RMA),
  *     a get reaching past the entry's end (truncated: REPLY mlength), an
  *     MD with an EQ (full header: user_ptr echoed in the REPLY event), a
  *     PT with an EQ and events (the target's GET event), an entry without
@@ -217,7 +218,9 @@ static ptl_event_t get_event(side_t *s, ptl_size_t doff, ptl_size_t len, ptl_siz
     return ev;
 }
 
-static const ptl_size_t sizes[] = { 0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 32, 33, 64, 100, 255 };
+static const ptl_size_t sizes[] = { 0,   1,   3,    4,    7,    8,    9,    15,  16,  17,
+                                     32,  33,  64,   100,  255,  256,  257,  1000,
+                                     2048, 2111, 2112, 4095, 4096 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 static const ptl_size_t offs[] = { 0, 1, 8, 61 };
 
@@ -227,9 +230,9 @@ static void test_plain(side_t *s)
 {
     ptl_handle_ct_t tct = new_ct(s), tbct = new_ct(s);
     ptl_size_t n = 0, bytes = 0;
-    ptl_handle_any_t e1 = post(s, PT, 4096, PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM,
+    ptl_handle_any_t e1 = post(s, PT, 8192, PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM,
                                tct, PTL_UID_ANY, 1);
-    ptl_handle_any_t e2 = post(s, PT, 4096,
+    ptl_handle_any_t e2 = post(s, PT, 8192,
                                PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES,
                                tbct, PTL_UID_ANY, 2);
     barrier();
@@ -262,10 +265,10 @@ static void test_full(side_t *s)
                               tct, PTL_UID_ANY, 3);
     ptl_size_t bytes = 0;
     barrier();
-    get_counted(s, 0, 0, 256, 7, PT, 3); /* no compact form */
-    get_counted(s, 1, 100, 1000, 3, PT, 3);
+    get_counted(s, 0, 0, 4097, 7, PT, 3); /* no compact form */
+    get_counted(s, 1, 100, 6000, 3, PT, 3);
     get_counted(s, 0, 0, 65536, 11, PT, 3); /* RMA */
-    bytes += 256 + 1000 + 65536;
+    bytes += 4097 + 6000 + 65536;
     /* Past the end: truncated to what is left. */
     ptl_event_t ev = get_event(s, 0, 64, TBUF - 40, PT, 3, (void *)(uintptr_t)0x1234);
     XP_CHECK_EQ(ev.ni_fail_type, PTL_NI_OK);

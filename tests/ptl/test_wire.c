@@ -187,9 +187,14 @@ static void test_replies(void)
     h.fail = PTL_NI_OP_VIOLATION;
     XP_CHECK_EQ(round_trip(&h, 0, &d), sizeof(xp_wire_sreply_t));
     XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
-    h = reply_hdr(255);
-    XP_CHECK_EQ(round_trip(&h, 255, &d), sizeof(xp_wire_sreply_t));
-    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    /* Up to XP_WIRE_SREPLY_MAX: the frame gives the length (255, 256 and
+     * 4096 wrap the length byte). */
+    static const size_t lens[] = {255, 256, 257, 1000, XP_WIRE_SREPLY_MAX};
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+        h = reply_hdr(lens[l]);
+        XP_CHECK_EQ(round_trip(&h, lens[l], &d), sizeof(xp_wire_sreply_t));
+        XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+    }
     /* Fields a REPLY event does not have are not carried. */
     h = reply_hdr(8);
     h.match_bits = 5;
@@ -202,8 +207,9 @@ static void test_replies(void)
     XP_CHECK_EQ(d.local_offset, 24);
     /* Whole headers: too long, RMA data, a truncated reply, lengths that
      * differ from the data sent. */
-    h = reply_hdr(256);
-    XP_CHECK_EQ(round_trip(&h, 256, &d), sizeof(xp_pkt_t));
+    h = reply_hdr(XP_WIRE_SREPLY_MAX + 1);
+    XP_CHECK_EQ(round_trip(&h, XP_WIRE_SREPLY_MAX + 1, &d), sizeof(xp_pkt_t));
+    XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
     h = reply_hdr(8);
     h.flags = XP_PKT_F_RMA;
     XP_CHECK_EQ(round_trip(&h, 8, &d), sizeof(xp_pkt_t));
@@ -219,7 +225,7 @@ static void test_replies(void)
     h = reply_hdr(8);
     xp_wire_sreply_t s;
     xp_wire_sreply_fill(&s, &h, 8);
-    xp_wire_sreply_unpack(&s, &d);
+    xp_wire_sreply_unpack(&s, 8, &d);
     XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
 }
 
@@ -328,6 +334,18 @@ static void test_gets(void)
         XP_CHECK_EQ(round_trip(&h, len, &d), sizeof(xp_pkt_t));
         XP_CHECK(memcmp(&h, &d, sizeof(h)) == 0);
     }
+    /* A compact get that asks for more than a compact REPLY carries is
+     * refused, not answered. */
+    h = get_hdr(8);
+    xp_wire_t w;
+    size_t hlen, dlen;
+    const void *hdr = xp_wire_encode(&h, 0, &w, &hlen);
+    XP_CHECK_EQ(hlen, sizeof(xp_wire_sget_t));
+    unsigned char pkt[sizeof(xp_wire_sget_t)];
+    memcpy(pkt, hdr, hlen);
+    uint16_t big = XP_WIRE_SGET_MAX + 1;
+    memcpy(pkt + offsetof(xp_wire_sget_t, len), &big, sizeof(big));
+    XP_CHECK_EQ(xp_wire_decode(pkt, hlen, &d, &dlen), -1);
 }
 
 static void test_malformed(void)
