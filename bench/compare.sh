@@ -121,9 +121,13 @@ else
     LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 TRIAL_TIMEOUT=60
 fi
 if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 32768 65536 262144 1048576"; else LAT_SIZES="8"; fi
-if [ "$full" = 1 ]; then GET_SIZES="8 32768 262144 1048576"; BENCHES="lat bw msgrate fadd get"; else
-    GET_SIZES=""; BENCHES="lat bw msgrate fadd"; fi
+if [ "$full" = 1 ]; then GET_SIZES="8 32768 262144 1048576"; BENCHES="lat bw bwoff msgrate fadd get"; else
+    GET_SIZES=""; BENCHES="lat bw bwoff msgrate fadd"; fi
 BW_SIZES="1048576 4194304"
+# bwoff: the receive buffer 8 bytes into a line, the send buffer page-aligned
+# (glibc's and the kernel's `rep movsb` copy that relative alignment 10-27x
+# slower on some CPUs: docs/performance-notes.md, round 28)
+BWOFF_SIZES="65536 1048576" BWOFF_ROFFSET=8
 MR_SIZE=8
 
 # ------------------------------------------------------------------ set-up
@@ -251,6 +255,9 @@ ucx_at() {
 #            shared heap; above 8 B a put of the data, then one of the flag)
 #   bw:      bandwidth (GB/s = 1e9 B/s), windows of 64 messages (xportals_heap:
 #            both buffers in our shared heap)
+#   bwoff:   the same from malloc with the receiver's data at offset 8 of a
+#            page (the sender's at 0): message peers only (ucx_perftest has
+#            no offset)
 #   msgrate: messages per second, windows of 256 messages of 8 B
 #   fadd:    8-byte fetch-add round trip (µs), one operation at a time;
 #            xportals: a stack word through the target's ring and handler,
@@ -270,6 +277,7 @@ impls_of() {
     case "$1" in
     lat) echo "$x xportals_put mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
     bw) echo "$x xportals_heap mpich openmpi ucx_tag ucx_put" ;;
+    bwoff) echo "$x mpich openmpi" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
     fadd) echo "$x xportals_heap mpich openmpi ucx" ;;
     get) echo "$x xportals_heap mpich openmpi" ;;
@@ -311,6 +319,9 @@ command_for() {
     bw/xportals_heap) # both buffers in the shared heap: the target copies through its mapping
         xp ptl_bw --heap --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
     bw/mpich) mpich --mode bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
+    bwoff/xportals) xp ptl_bw --roffset $BWOFF_ROFFSET --min-size 64k --max-size 1m --reps $STREAM_REPS ;;
+    bwoff/mpich) mpich --mode bw --roffset $BWOFF_ROFFSET --min-size 64k --max-size 1m --reps $STREAM_REPS ;;
+    bwoff/openmpi) openmpi --mode bw --roffset $BWOFF_ROFFSET --min-size 64k --max-size 1m --reps $STREAM_REPS ;;
     bw/openmpi) openmpi --mode bw --min-size 1m --max-size 4m --reps $STREAM_REPS ;;
     bw/ucx_tag)
         for s in $BW_SIZES; do ucx_at "$s" $STREAM_REPS -t tag_bw -n $((268435456 / s)) -w 16 || return 1; done ;;
@@ -352,13 +363,13 @@ values() {
         size = kv("size"); csv = kv("csv")
         if (size == "") next
         if (csv == "") {
-            v = kv(b == "bw" ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
+            v = kv(b ~ /^bw/ ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
             if (v != "") print size, v
             next
         }
         if (split(csv, f, ",") < 8 || f[1] !~ /^[0-9]+$/) next
         if (!(size in n)) order[++ns] = size
-        r[size, ++n[size]] = b == "bw" ? f[6] * 1048576 / 1e9 : b == "msgrate" ? f[8] : f[4]
+        r[size, ++n[size]] = b ~ /^bw/ ? f[6] * 1048576 / 1e9 : b == "msgrate" ? f[8] : f[4]
     }
     END {
         for (k = 1; k <= ns; k++) {
@@ -370,13 +381,14 @@ values() {
     }'
 }
 
-unit_key() { case "$1" in bw) echo median_gbs ;; msgrate) echo median_mps ;; *) echo median_us ;; esac; }
+unit_key() { case "$1" in bw | bwoff) echo median_gbs ;; msgrate) echo median_mps ;; *) echo median_us ;; esac; }
 
 wanted_size() {
     local s
     case "$1" in
     lat) for s in $LAT_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     bw) for s in $BW_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
+    bwoff) for s in $BWOFF_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     msgrate) [ "$2" = "$MR_SIZE" ] && return 0 ;;
     fadd) [ "$2" = 8 ] && return 0 ;;
     get) for s in $GET_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
@@ -423,7 +435,7 @@ table() {
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
-    function fmt(b, v) { return b == "bw" ? sprintf("%.1f", v) : b == "msgrate" ? sprintf("%.1f", v / 1e6) : sprintf("%.3f", v) }
+    function fmt(b, v) { return b ~ /^bw/ ? sprintf("%.1f", v) : b == "msgrate" ? sprintf("%.1f", v / 1e6) : sprintf("%.3f", v) }
     function cell(b, x, p, pn) {
         if (p == "") printf " - | - |"
         else if (x == "") printf " %s %s | - |", pn, fmt(b, p)
@@ -446,7 +458,7 @@ table() {
     }
     $0 ~ /status=ok/ {
         b = kv("bench"); i = kv("impl"); s = kv("size"); st = kv("state")
-        v = kv(b == "bw" ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
+        v = kv(b ~ /^bw/ ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
         key = b SUBSEP s SUBSEP st SUBSEP i
         val[key, ++cnt[key]] = v + 0
         row = b SUBSEP s SUBSEP st
@@ -467,12 +479,13 @@ table() {
     END {
         title["lat"] = "one-way latency, us (lower is better; ratio < 1: Xportals faster)"
         title["bw"] = "bandwidth, GB/s = 1e9 B/s (higher is better; ratio > 1: Xportals faster)"
+        title["bwoff"] = "bandwidth from malloc, the receiver'"'"'s data 8 bytes into a line, GB/s (higher is better)"
         title["msgrate"] = "message rate, M msgs/s (higher is better; ratio > 1: Xportals faster)"
         title["fadd"] = "fetch-add 8 B round trip, us (lower is better; ratio < 1: Xportals faster)"
         title["get"] = "get round trip, us (lower is better; ratio < 1: Xportals faster; the MPIs read a shared window)"
-        split("lat bw msgrate fadd get", order, " ")
+        no = split("lat bw bwoff msgrate fadd get", order, " ")
         split("near far mixed busy unknown", states, " ")
-        for (o = 1; o <= 5; o++) {
+        for (o = 1; o <= no; o++) {
             b = order[o]
             if (impls[b] == "") continue
             ni = split(impls[b], il, " ")

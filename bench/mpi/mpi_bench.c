@@ -5,6 +5,11 @@
  *
  *   mpiexec -n 2 mpi_bench --mode MODE [--min-size B] [--max-size B]
  *                          [--iters N] [--warmup N] [--reps N] [--window N]
+ *                          [--offset B] [--roffset B]
+ *
+ * --offset / --roffset (pingpong, bw, msgrate; as ptl_pingpong's and
+ * ptl_bw's): the sent data starts B bytes into its page-aligned buffer, the
+ * received data --roffset bytes (default: --offset).
  *
  * Modes, mirroring bench/ptl_*.c (ranks 0 and 1; statistics over --reps
  * repetitions: median, min, p90):
@@ -40,6 +45,7 @@ typedef struct {
     mode_t_ mode;
     size_t  min_size, max_size;
     long    iters, warmup, reps, window;
+    long    offset, roffset; /* send / receive data this far into their buffers */
     int     rank, size;
     char   *sbuf, *rbuf;
     MPI_Request *req;
@@ -78,6 +84,8 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s --mode pingpong|put_pingpong|bw|msgrate|fadd|get [--min-size B] [--max-size B]\n"
             "          [--size B] [--iters N] [--warmup N] [--reps N] [--window N]\n"
+            "          [--offset B] [--roffset B] (pingpong, bw, msgrate: the sent data starts B\n"
+            "          bytes into its page-aligned buffer, the received --roffset, default --offset)\n"
             "sizes accept k/m suffixes (KiB, MiB)\n",
             prog);
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -134,6 +142,7 @@ static void parse(opts_t *o, int argc, char **argv)
     else if (!strcmp(mode, "get")) o->mode = MODE_GET;
     else usage(argv[0]);
     set_defaults(o);
+    o->roffset = -1;
     for (i = 1; i < argc; i += 2) {
         const char *a = argv[i];
         long v;
@@ -151,8 +160,18 @@ static void parse(opts_t *o, int argc, char **argv)
         else if (!strcmp(a, "--warmup")) o->warmup = v;
         else if (!strcmp(a, "--reps")) o->reps = v;
         else if (!strcmp(a, "--window")) o->window = v;
+        else if (!strcmp(a, "--offset")) o->offset = v;
+        else if (!strcmp(a, "--roffset")) o->roffset = v;
         else usage(argv[0]);
     }
+    if (o->roffset < 0)
+        o->roffset = o->offset;
+    /* (The window modes put into and get from a window's start.) */
+    if ((o->offset || o->roffset) &&
+        (o->mode == MODE_PUT_PINGPONG || o->mode == MODE_FADD || o->mode == MODE_GET))
+        usage(argv[0]);
+    if (o->offset >= 4096 || o->roffset >= 4096)
+        usage(argv[0]);
     if (o->min_size > o->max_size || o->iters < 1 || o->reps < 1 || o->window < 1)
         usage(argv[0]);
 }
@@ -181,11 +200,13 @@ static double pingpong_once(const opts_t *o, size_t size, long iters)
         if (i == o->warmup)
             t0 = now_us();
         if (o->rank == 0) {
-            MPI_Send(o->sbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-            MPI_Recv(o->rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(o->sbuf + o->offset, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            MPI_Recv(o->rbuf + o->roffset, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(o->rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(o->sbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            MPI_Recv(o->rbuf + o->roffset, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            MPI_Send(o->sbuf + o->offset, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
         }
     }
     return (now_us() - t0) / (2.0 * (double)iters);
@@ -307,12 +328,14 @@ static double stream_once(const opts_t *o, size_t size, long iters)
             t0 = now_us();
         if (o->rank == 0) {
             for (long w = 0; w < o->window; w++)
-                MPI_Isend(o->sbuf, (int)size, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &o->req[w]);
+                MPI_Isend(o->sbuf + o->offset, (int)size, MPI_BYTE, 1, 2, MPI_COMM_WORLD,
+                          &o->req[w]);
             MPI_Waitall((int)o->window, o->req, MPI_STATUSES_IGNORE);
             MPI_Recv(&ack, 0, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             for (long w = 0; w < o->window; w++)
-                MPI_Irecv(o->rbuf, (int)size, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &o->req[w]);
+                MPI_Irecv(o->rbuf + o->roffset, (int)size, MPI_BYTE, 0, 2, MPI_COMM_WORLD,
+                          &o->req[w]);
             MPI_Waitall((int)o->window, o->req, MPI_STATUSES_IGNORE);
             MPI_Send(&ack, 0, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
         }
@@ -344,8 +367,8 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
         if (o->rank == 0) {
             stats_t st = stats_of(v, o->reps);
             printf("bench=%s size=%zu iters=%ld reps=%ld median_us=%.3f min_us=%.3f "
-                   "p90_us=%.3f\n",
-                   name, size, iters, o->reps, st.median, st.min, st.p90);
+                   "p90_us=%.3f offset=%ld roffset=%ld\n",
+                   name, size, iters, o->reps, st.median, st.min, st.p90, o->offset, o->roffset);
             fflush(stdout);
         }
     }
@@ -369,9 +392,9 @@ static void run_stream(opts_t *o, double *v)
         double msgs = (double)o->window * (double)iters, bytes = msgs * (double)size;
         if (o->mode == MODE_BW)
             printf("bench=mpi_bw size=%zu window=%ld iters=%ld reps=%ld median_gbs=%.3f "
-                   "max_gbs=%.3f p10_gbs=%.3f\n",
+                   "max_gbs=%.3f p10_gbs=%.3f offset=%ld roffset=%ld\n",
                    size, o->window, iters, o->reps, bytes / st.median * 1e-9,
-                   bytes / st.min * 1e-9, bytes / st.p90 * 1e-9);
+                   bytes / st.min * 1e-9, bytes / st.p90 * 1e-9, o->offset, o->roffset);
         else
             printf("bench=mpi_msgrate size=%zu window=%ld iters=%ld reps=%ld median_mps=%.0f "
                    "max_mps=%.0f p10_mps=%.0f median_us_per_msg=%.3f\n",
@@ -423,8 +446,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "mpi_bench: needs exactly 2 processes\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    o.sbuf = alloc_buf(put_len(o.max_size));
-    o.rbuf = alloc_buf(o.max_size);
+    o.sbuf = alloc_buf(put_len(o.max_size) + (size_t)o.offset);
+    o.rbuf = alloc_buf(o.max_size + (size_t)o.roffset);
     o.req = calloc((size_t)o.window, sizeof(*o.req));
     v = calloc((size_t)o.reps, sizeof(*v));
     if (!o.req || !v)
