@@ -11,6 +11,7 @@
 #include "dt/dt_internal.h"
 #include "dt/state.h"
 #include "util/config.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -18,9 +19,9 @@
 static ALWAYS_INLINE void blk_op(int dir, char *nc, char *pk, size_t n, const dt_job_t *j)
 {
     if (dir == DT_DIR_PACK)
-        memcpy(pk, nc, n);
+        xp_copy(pk, nc, n);
     else if (dir == DT_DIR_UNPACK)
-        memcpy(nc, pk, n);
+        xp_copy(nc, pk, n);
     else if (dir == DT_DIR_PACK_NT)
         xp_dt_stream_push(j->stream, pk, nc, n);
     else if (dir == DT_DIR_UNPACK_NT)
@@ -66,7 +67,7 @@ static ALWAYS_INLINE void vec_full(int dir, char *nc, ptrdiff_t stride, size_t L
         for (size_t b = 0; b < n; b++, nc += stride, pk += L) {
             if (b + 1 < n)
                 prefetch_block(nc + stride, L);
-            memcpy(pk, nc, L);
+            xp_copy(pk, nc, L);
         }
         return;
     }
