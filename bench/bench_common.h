@@ -40,6 +40,7 @@ typedef struct {
     int    use_me, any_source;
     int    heap;           /* --heap: buffers from xp_shmalloc (benchmarks that list it) */
     int    uncounted;      /* --uncounted: the streams' target entry counts nothing */
+    int    touch;          /* --touch: the ping-pong writes its data before each put */
     /* identity */
     int rank, size;
     /* barrier */
@@ -163,6 +164,7 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
         if (!strcmp(a, "--any-source")) { b->any_source = 1; continue; }
         if (!strcmp(a, "--heap")) { b->heap = 1; continue; }
         if (!strcmp(a, "--uncounted")) { b->uncounted = 1; continue; }
+        if (!strcmp(a, "--touch")) { b->touch = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || !v)
             bench_usage(argv[0], extra);
         if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size") || !strcmp(a, "--size")) {
@@ -475,12 +477,19 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
             for (long i = 0; i < b->warmup + iters; i++) {
                 if (i == b->warmup)
                     t0 = bench_now_us();
+                /* --touch: data just produced, its lines modified in this
+                 * core's cache (the peer's answer says our last put was
+                 * read, so the buffer is ours again). */
                 if (b->rank == 0) {
+                    if (b->touch)
+                        memset(sbuf + off, (int)i & 0xff, size);
                     BENCH_CHECK(PtlPut(md, off, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits,
                                        roff, NULL, 0));
                     BENCH_CHECK(PtlCTWait(rct, ++count, &ev));
                 } else {
                     BENCH_CHECK(PtlCTWait(rct, ++count, &ev));
+                    if (b->touch)
+                        memset(sbuf + off, (int)i & 0xff, size);
                     BENCH_CHECK(PtlPut(md, off, size, PTL_NO_ACK_REQ, bench_peer(peer), pt, bits,
                                        roff, NULL, 0));
                 }
@@ -493,10 +502,10 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
         if (b->rank == 0)
             printf("bench=%s list=%s size=%zu iters=%ld reps=%ld posted=%ld any_source=%d "
                    "bits=%#llx median_us=%.3f min_us=%.3f p90_us=%.3f buffers=%s offset=%zu "
-                   "roffset=%zu\n",
+                   "roffset=%zu touch=%d\n",
                    name, matching ? "me" : "le", size, iters, b->reps, extra, b->any_source,
                    (unsigned long long)bits, st.median, st.min, st.p90,
-                   b->heap ? "heap" : "malloc", off, roff);
+                   b->heap ? "heap" : "malloc", off, roff, b->touch);
         fflush(stdout);
     }
 
