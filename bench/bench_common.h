@@ -399,6 +399,13 @@ static inline void *bench_alloc(size_t len)
     return p;
 }
 
+/* Bytes each buffer of a ping-pong or stream needs: the largest message
+ * past the larger of --offset and --roffset (both sides use both sizes). */
+static inline size_t bench_span(const bench_t *b)
+{
+    return b->max_size + (size_t)(b->offset > b->roffset ? b->offset : b->roffset);
+}
+
 /* A buffer of a streaming benchmark: from the shared heap with --heap
  * (xp_shmalloc: peers copy it through their mapping), else bench_alloc's. */
 static inline void *bench_alloc_buf(const bench_t *b, size_t len)
@@ -447,8 +454,7 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
     ptl_handle_ct_t rct;
     ptl_ct_event_t ev;
     int peer = 1 - b->rank, active = b->rank < 2 && b->size >= 2;
-    size_t off = (size_t)b->offset, roff = (size_t)b->roffset;
-    size_t span = b->max_size + (off > roff ? off : roff);
+    size_t off = (size_t)b->offset, roff = (size_t)b->roffset, span = bench_span(b);
     char *rbuf = bench_alloc_buf(b, span), *sbuf = bench_alloc_buf(b, span);
     ptl_handle_any_t *others = calloc((size_t)extra + 1, sizeof(*others));
     double *v = calloc((size_t)b->reps, sizeof(*v));
@@ -544,8 +550,7 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     ptl_handle_ct_t rct, act;
     ptl_ct_event_t ev;
     int active = b->rank < 2 && b->size >= 2;
-    size_t off = (size_t)b->offset, roff = (size_t)b->roffset;
-    size_t span = b->max_size + (off > roff ? off : roff);
+    size_t off = (size_t)b->offset, roff = (size_t)b->roffset, span = bench_span(b);
     char *rbuf = bench_alloc_buf(b, span), *sbuf = bench_alloc_buf(b, span);
     double *v = calloc((size_t)b->reps, sizeof(*v));
     uint64_t count = 0;

@@ -1319,14 +1319,8 @@ fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
     if (len != fm->hdr)
         goto refuse;
     uint8_t slot = pkt[fm->slot];
-    uint64_t size;
-    if (fm->compact) {
-        uint16_t l;
-        memcpy(&l, pkt + offsetof(xp_wire_sget_t, len), sizeof(l));
-        size = l;
-    } else {
-        size = xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
-    }
+    uint64_t size = fm->compact ? xp_wire_load16(pkt, offsetof(xp_wire_sget_t, len))
+                                : xp_wire_load64(pkt, offsetof(xp_pkt_t, rlength));
     if (size > XP_WIRE_SREPLY_MAX ||
         (!fm->compact && (pkt[offsetof(xp_pkt_t, flags)] != 0 ||
                           xp_wire_load32(pkt, offsetof(xp_pkt_t, nseg)) != 0)) ||

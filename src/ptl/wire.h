@@ -39,6 +39,13 @@
 
 /* Fields read in place from a received packet (the ring slot may be
  * unaligned for them). */
+static inline uint16_t xp_wire_load16(const unsigned char *p, size_t off)
+{
+    uint16_t v;
+    memcpy(&v, p + off, sizeof(v));
+    return v;
+}
+
 static inline uint32_t xp_wire_load32(const unsigned char *p, size_t off)
 {
     uint32_t v;

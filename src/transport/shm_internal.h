@@ -91,7 +91,7 @@ typedef struct shm_tl {
     int asym;              /* registered for global membarriers */
     int splitting;         /* our split area is in use (split_copy) */
     int staging;           /* `stage` is in use (shm_split.c, cma_copy) */
-    unsigned char *stage;  /* XP_SHM_STAGE + 64 bytes, allocated on first use */
+    unsigned char *stage;  /* STAGE + 64 bytes (shm_split.c), allocated on first use */
     uint32_t split_gen;    /* last generation of our split area */
     size_t split_min;      /* XP_SHM_SPLIT_MIN; 0 when oversubscribed */
     size_t split_chunk;    /* XP_SHM_SPLIT_CHUNK */

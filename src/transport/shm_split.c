@@ -118,8 +118,8 @@ static int cma_misaligned(int do_write, const struct iovec *local, int nlocal,
     if (nlocal != 1 || nremote != 1 || local->iov_len != remote->iov_len ||
         local->iov_len < STAGE_MIN)
         return 0;
-    uintptr_t l = (uintptr_t)local->iov_base, r = (uintptr_t)remote->iov_base;
-    unsigned rel = (unsigned)((do_write ? r - l : l - r) & 63);
+    unsigned rel = do_write ? xp_copy_rel(remote->iov_base, local->iov_base)
+                            : xp_copy_rel(local->iov_base, remote->iov_base);
     return rel - 1 < 15;
 }
 

@@ -32,13 +32,21 @@
  * lacks AVX2. */
 void xp_copy_loop(void *dst, const void *src, size_t n);
 
+/* How many bytes further into its 64-byte line dst lies than src: the
+ * relative alignment `rep movsb` is slow at (1..31 here; the kernel's copy
+ * too, shm_split.c). */
+static inline unsigned xp_copy_rel(const void *dst, const void *src)
+{
+    return (unsigned)(((uintptr_t)dst - (uintptr_t)src) & 63);
+}
+
 /* memcpy(dst, src, n) for message data: dst and src do not overlap. The
  * test costs a subtraction and two compares; the loop runs where `rep
- * movsb` would be slow: (dst - src) mod 64 in 1..31. */
+ * movsb` would be slow: xp_copy_rel in 1..31. */
 static inline void xp_copy(void *dst, const void *src, size_t n)
 {
     if (n - XP_COPY_LOOP_MIN < (size_t)(XP_COPY_LOOP_MAX - XP_COPY_LOOP_MIN) &&
-        ((((uintptr_t)dst - (uintptr_t)src) & 63) - 1) < 31)
+        xp_copy_rel(dst, src) - 1 < 31)
         xp_copy_loop(dst, src, n);
     else
         memcpy(dst, src, n);
