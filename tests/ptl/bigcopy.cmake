@@ -19,7 +19,8 @@ if(TARGET xprun)
       "staged_get_np2|2|MP_BIGCOPY_SHIFT=-32|"
       "staged_put_np2|2|MP_BIGCOPY_SHIFT=-48|"
       "staged_nosplit_np2|2|MP_BIGCOPY_SHIFT=-48,XP_SHM_SPLIT_MIN=0|"
-      "staged_get_inline_np4|4|MP_BIGCOPY_SHIFT=-32,XP_PROGRESS=inline|")
+      "staged_get_inline_np4|4|MP_BIGCOPY_SHIFT=-32,XP_PROGRESS=inline|"
+      "die_staged_np2|2|MP_BIGCOPY_SHIFT=-56,XP_SHM_SPLIT_MIN=0|--die")
     foreach(_run ${_bigcopy_runs})
       string(REPLACE "|" ";" _f "${_run}")
       list(GET _f 0 _name)

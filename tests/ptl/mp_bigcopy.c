@@ -13,7 +13,8 @@
  * destination is 19..24 bytes into its line past its source's position and
  * a get's 40..45. MP_BIGCOPY_SHIFT moves them: -32 makes the gets' 8..13 and
  * -48 the puts' 3..8, the relative alignments the shm transport stages
- * through its own buffer (shm_split.c, cma_copy).
+ * through its own buffer (shm_split.c, cma_copy); with --die, -56 makes the
+ * puts that the dying initiator leaves behind staged ones.
  *
  * With --die (2 ranks): rank 0 posts large puts to rank 1 and exits in the
  * middle of them, while its threads may be copying a share of them; rank 1
@@ -272,8 +273,11 @@ static void die_test(ctx_t *c)
     ptl_handle_md_t md = bind(c, c->src, BUF, PTL_MD_EVENT_CT_ACK);
     XP_REQUIRE(xp_barrier() == XP_OK);
     if (c->rank == 0) {
+        /* With MP_BIGCOPY_SHIFT=-N the source starts N bytes in: 56 puts the
+         * target's data 8 bytes further into its line, which it stages. */
+        ptl_size_t loff = (ptl_size_t)-shift;
         for (int k = 0; k < N; k++)
-            XP_CHECK_EQ(PtlPut(md, 0, BUF / 2, PTL_CT_ACK_REQ, c->right, PT_PUT, 0, 0, NULL, 0),
+            XP_CHECK_EQ(PtlPut(md, loff, BUF / 2, PTL_CT_ACK_REQ, c->right, PT_PUT, 0, 0, NULL, 0),
                         PTL_OK);
         /* Wait (and so help) a little, then vanish mid-transfer. */
         ptl_size_t test = N;
