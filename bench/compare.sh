@@ -573,6 +573,11 @@ note "xportals: ${prefix:-not found} $([ -x "${prefix:-/nonexistent}/bin/xpinfo"
 # per machine: bounce blocks or single copies).
 [ -x "${prefix:-/nonexistent}/bin/xpinfo" ] &&
   note "xportals$("$prefix/bin/xpinfo" 2>/dev/null | grep -m1 'shm copies:' | sed 's/^ *shm copies: */ shm copies: /')"
+# The node's eager probe (two ranks at start; each trial's job takes its own).
+[ -x "${prefix:-/nonexistent}/bin/xprun" ] && [ -x "$XPBENCH/ptl_pingpong" ] &&
+  note "xportals eager probe, one job now: $(XP_LOG_LEVEL=info timeout 30 "$prefix/bin/xprun" -n 2 \
+    "$XPBENCH/ptl_pingpong" --min-size 8 --max-size 8 --iters 100 --reps 1 2>&1 |
+    grep -m1 -o 'round trips.*')"
 command -v mpichversion >/dev/null && note "mpich: $(mpichversion 2>/dev/null | head -1 | sed 's/^[^:]*:\s*//') ($(mpichversion 2>/dev/null | grep -i '^MPICH Device' | sed 's/^[^:]*:\s*//'))"
 command -v mpirun.openmpi >/dev/null && note "openmpi: $(mpirun.openmpi --version 2>/dev/null | head -1)"
 command -v ucx_info >/dev/null && note "ucx: $(ucx_info -v 2>/dev/null | head -1 | sed 's/^# //')"

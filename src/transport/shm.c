@@ -365,6 +365,12 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     st = exchange(s, st);
     if (st == XP_OK)
         st = collect_rx(s);
+    if (st == XP_OK) {
+        size_t verdict = xp_shm_eager_probe(s);
+        if (s->bounce.single && !xp_config()->shm_eager_max)
+            s->eager_max = verdict;
+        xp_shm_bounce_mid(s, verdict);
+    }
     if (st != XP_OK) {
         shm_tl_close((xp_tl_t *)s);
         return st;

@@ -145,6 +145,16 @@ xp_status_t xp_shm_rma(shm_tl_t *s, int rank, int do_write, const struct iovec *
 /* Bounce blocks (xp_tl_ops_t's bounce_alloc / bounce_done) in our heap:
  * set up after the heap is made, torn down at close. */
 void xp_shm_bounce_init(shm_tl_t *s);
+/* Where XP_SHM_BOUNCE is auto and its copy probe chose single copies, but
+ * the eager probe (shm_eager.c) found copies through memory faster up to
+ * its largest size (verdict XP_SHM_PROBE_MAX): bounce blocks for puts and
+ * gets above a packet up to XP_SHM_MID_BOUNCE_MAX (and XP_SHM_BOUNCE_MAX);
+ * larger ones stay single copies, shared by both CPUs from
+ * XP_SHM_SPLIT_MIN. On the AMD EPYC VM, round 29, blocks took 2.95 / 4.86 /
+ * 6.20 us for 32 / 64 / 128 KiB ping-pongs against 4.80 / 8.74 / 11.4 by
+ * single copy, and streamed 17.0-19.6 GB/s at 32-64 KiB against 8.0-10.0;
+ * at 256 KiB the two were level (docs/performance-notes.md). */
+void xp_shm_bounce_mid(shm_tl_t *s, size_t verdict);
 void xp_shm_bounce_fini(shm_tl_t *s);
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);
 size_t xp_shm_bounce_max(xp_tl_t *tl);
@@ -153,6 +163,14 @@ void xp_shm_bounce_fill(xp_tl_t *tl, void *buf, size_t n);
 xp_status_t xp_shm_bounce_read(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
                                uint64_t addr, size_t len);
 int xp_shm_direct(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs);
+/* The node's verdict where XP_SHM_EAGER_MAX or XP_SHM_BOUNCE is auto,
+ * timed by its first two local ranks once the segments are exchanged
+ * (shm_eager.c): the eager limit for single copies, XP_SHM_PROBE_MAX
+ * where copies through memory won at every size probed (then bounce
+ * blocks pay too: xp_shm_bounce_mid); XP_SHM_AUTO_EAGER_MAX where no probe
+ * ran or it failed. Collective over the node's ranks, bounded by
+ * deadlines. */
+size_t xp_shm_eager_probe(shm_tl_t *s);
 /* Free every bounce block that has been read (xp_shm_heap_reclaim). */
 void xp_shm_bounce_reclaim(shm_tl_t *s);
 

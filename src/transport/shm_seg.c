@@ -19,7 +19,7 @@
 #include "util/log.h"
 
 #define SEG_MAGIC 0x78702d73686d3031ull /* "xp-shm01" */
-#define SEG_VERSION 2u /* 2: split-copy area */
+#define SEG_VERSION 3u /* 2: split-copy area; 3: eager probe area */
 
 static size_t seg_bytes(uint32_t ncells)
 {

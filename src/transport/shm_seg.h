@@ -36,6 +36,20 @@ typedef struct xp_shm_split {
     int32_t error;
 } xp_shm_split_t;
 
+/* The node's eager probe (shm_eager.c), used in the segment of the node's
+ * first local rank only: its pings (and the source its peer reads by
+ * process_vm_readv), the second local rank's pongs, the verdict, each on
+ * its own line, then the buffer the ring-like copies go through. Pages
+ * nobody touches cost nothing. */
+#define XP_SHM_PROBE_MAX 32768u
+typedef struct xp_shm_probe_area {
+    uint64_t ping XP_CACHE_ALIGNED; /* seq << 32 | what to do */
+    uint64_t src;                   /* the prober's private source */
+    uint64_t pong XP_CACHE_ALIGNED; /* seq << 32 | status */
+    uint64_t verdict XP_CACHE_ALIGNED; /* XP_SHM_PROBE_DONE | eager limit */
+    unsigned char buf[XP_SHM_PROBE_MAX] XP_CACHE_ALIGNED;
+} xp_shm_probe_area_t;
+
 typedef struct xp_shm_seg_hdr {
     uint64_t magic;
     uint32_t version;
@@ -45,6 +59,7 @@ typedef struct xp_shm_seg_hdr {
     xp_doorbell_t doorbell XP_CACHE_ALIGNED;
     char pad_[XP_CACHE_LINE - sizeof(xp_doorbell_t)];
     xp_shm_split_t split XP_CACHE_ALIGNED; /* written by the owner and its helper */
+    xp_shm_probe_area_t probe;           /* shm_eager.c */
     xp_shm_ring_t ring XP_CACHE_ALIGNED; /* the inbox; cells follow */
 } xp_shm_seg_hdr_t;
 
@@ -117,6 +132,18 @@ int xp_shm_single_copies(const xp_shm_copy_probe_t *probe);
  * (docs/performance-notes.md). */
 #define XP_SHM_AUTO_EAGER_MAX 4096u
 size_t xp_shm_eager_limit(int single);
+/* The eager probe's verdict (shm_eager.c), given the median round trips of
+ * moving XP_SHM_PROBE_SIZE0 << i bytes (i < n) through a shared buffer
+ * (ring[i]: a memcpy in, a memcpy out on the other core) and by
+ * process_vm_readv (single[i]): the largest of those sizes that the copies
+ * through memory move faster, and every smaller one too; else
+ * XP_SHM_AUTO_EAGER_MAX. Pure. */
+#define XP_SHM_PROBE_SIZE0 8192u
+/* Where that verdict is XP_SHM_PROBE_MAX and XP_SHM_BOUNCE auto chose
+ * single copies, bounce blocks up to this size (shm_internal.h,
+ * xp_shm_bounce_mid). */
+#define XP_SHM_MID_BOUNCE_MAX (128u << 10)
+size_t xp_shm_eager_pick(const double *ring, const double *single, int n);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);
 /* Copy n bytes from src into dst at byte offset dst_off (XP_ERR_INVALID when

@@ -92,14 +92,18 @@ XP_CONFIG_VAR(shm_bounce, ENUM, "XP_SHM_BOUNCE", "auto", 0, 0, "auto|on|off",
               "single copies above XP_SHM_EAGER_MAX, and large copies from a peer's shared heap "
               "shared by both CPUs); auto: each process times both copies once at start "
               "(~0.1 ms) and stages where the pinned copy costs over 6 memcpys (xpinfo prints "
-              "the choice)")
+              "the choice); where it does not, blocks still take transfers up to 128k if the "
+              "node's eager probe (XP_SHM_EAGER_MAX) found copies through shared memory "
+              "faster at every size it timed")
 XP_CONFIG_VAR(shm_eager_max, SIZE, "XP_SHM_EAGER_MAX", "0", 0, 1073741824, "",
               "Largest shm put or get payload sent inline in ring packets (at most one packet, "
-              "32k less a header); larger ones go by bounce block or single copy. 0: auto: 4k "
+              "32k less a header); larger ones go by bounce block or single copy. 0: auto: "
               "where single copies were chosen (XP_SHM_BOUNCE off, or auto found their pinning "
-              "cheap: where cores exchange cache lines slowly, two copies through the rings "
-              "cost more from 8 KiB; where they do so fast, 16k can halve 8-16 KiB "
-              "latency), else a whole packet")
+              "cheap), the node's first two local ranks time both ways at 8, 16 and 32 KiB "
+              "when they start (~0.3 ms; XP_LOG_LEVEL=info prints it) and every local rank "
+              "takes the largest size up to which copies through shared memory won (4k if "
+              "none did, the probe failed, or the node runs more ranks than CPUs); where "
+              "bounce blocks were chosen, a whole packet")
 XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
               "Largest shm put or get (above one packet) whose data the side that has it stages "
               "in its shared heap, from where the other side copies it with one memcpy (behind "

@@ -1,6 +1,6 @@
 /*
  * mp_bounce_get - gets above one packet, which the target answers from a
- * bounce block of its shared heap up to XP_SHM_BOUNCE_MAX (and by writing
+ * bounce block of its shared heap up to its bounce limit (and by writing
  * into the initiator's memory above it, or when the initiator's buffer lies
  * in its own shared heap), every byte and the REPLY events checked.
  *
@@ -174,10 +174,15 @@ static void dropped(ctx_t *c)
  * its block takes (the header and the buddy allocator's power of two, as
  * shm_bounce.c counts them) and how many such blocks the cap (a quarter of
  * the heap) holds. */
+/* Rank 1's bounce limit (it stages the replies): XP_SHM_BOUNCE_MAX, or
+ * less where auto chose blocks for mid-size transfers only (shm_bounce.c,
+ * xp_shm_bounce_mid); 0: none. Both ranks know it (main). */
+static size_t server_max;
+
 static size_t big_len(void)
 {
     /* (many() reads at remote offsets up to nmany(): keep inside BUF.) */
-    size_t m = xp_config()->shm_bounce_max;
+    size_t m = server_max ? server_max : xp_config()->shm_bounce_max;
     return m < BUF / 2 ? m : BUF / 2;
 }
 
@@ -265,6 +270,14 @@ int main(void)
     XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
                          NULL, NULL, &c.ni) == PTL_OK);
     c.peer.rank = (ptl_rank_t)(1 - xp_rank());
+    size_t len = sizeof server_max;
+    server_max = xp_tl_bounce_max(0);
+    if (xp_rank() == 1)
+        XP_REQUIRE(xp_kv_put("bounce_get.max", &server_max, sizeof server_max) == XP_OK);
+    XP_REQUIRE(xp_kv_fence() == XP_OK);
+    if (xp_rank() == 0)
+        XP_REQUIRE(xp_kv_get(1, "bounce_get.max", &server_max, &len) == XP_OK &&
+                   len == sizeof server_max);
     c.buf = malloc(BUF);
     XP_REQUIRE(c.buf != NULL);
     XP_REQUIRE(PtlEQAlloc(c.ni, 64, &c.eq) == PTL_OK);

@@ -157,6 +157,22 @@ static void check_copy_probe(void)
     XP_CHECK(!p.cma_ok && p.copy_ns == 0 && p.cma_ns == 0 && p.len == 0);
 }
 
+/* The eager probe's rule (shm_eager.c): the largest probed size up to
+ * which every size moved faster through memory than by single copy; 4 KiB
+ * when the smallest did not (or nothing was probed). */
+static void check_eager_pick(void)
+{
+    const double single[3] = {2000, 3000, 4000};
+    XP_CHECK_EQ(xp_shm_eager_pick((double[]){700, 1300, 2400}, single, 3), 32768u);
+    XP_CHECK_EQ(xp_shm_eager_pick((double[]){700, 1300, 4000}, single, 3), 16384u);
+    XP_CHECK_EQ(xp_shm_eager_pick((double[]){700, 3100, 2400}, single, 3), 8192u);
+    XP_CHECK_EQ(xp_shm_eager_pick((double[]){2000, 1300, 2400}, single, 3), 4096u);
+    XP_CHECK_EQ(xp_shm_eager_pick((double[]){2500, 5000, 9000}, single, 3), 4096u);
+    XP_CHECK_EQ(xp_shm_eager_pick((double[]){700, 1300}, single, 2), 16384u);
+    XP_CHECK_EQ(xp_shm_eager_pick(single, single, 0), (size_t)XP_SHM_AUTO_EAGER_MAX);
+    XP_CHECK_EQ(XP_SHM_PROBE_SIZE0 << 2, XP_SHM_PROBE_MAX); /* the buffer holds the largest */
+}
+
 static int dev_shm_has(const char *name)
 {
     char path[128];
@@ -208,6 +224,7 @@ int main(void)
     check_cma(pid, (unsigned char *)(uintptr_t)remote_big);
     check_iov_copy_in();
     check_copy_probe();
+    check_eager_pick();
     push(&b, &cached, 0, "q", 1);
     wait_one(&a.hdr->ring, &rx);
     XP_CHECK(rx.len == 1 && rx.buf[0] == 'k');

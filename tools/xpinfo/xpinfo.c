@@ -39,9 +39,19 @@ static void print_shm_copies(void)
     if (max && c->shm_heap_size)
         printf("  shm copies:  bounce blocks of the shared heap up to %zu bytes, then single copy",
                max);
-    else if (single)
-        printf("  shm copies:  single copy above %zu bytes (XP_SHM_EAGER_MAX)",
-               xp_shm_eager_limit(single));
+    else if (single && c->shm_eager_max)
+        printf("  shm copies:  single copy above %zu bytes (XP_SHM_EAGER_MAX)", c->shm_eager_max);
+    else if (single) {
+        /* (shm_bounce.c, xp_shm_bounce_mid) */
+        size_t mid = c->shm_bounce != XP_SHM_BOUNCE_AUTO || !c->shm_heap_size ? 0
+                     : c->shm_bounce_max < XP_SHM_MID_BOUNCE_MAX ? c->shm_bounce_max
+                                                                  : XP_SHM_MID_BOUNCE_MAX;
+        printf("  shm copies:  single copy above the node's eager probe's verdict (4 KiB to a "
+               "packet; timed by the first two local ranks at start, XP_LOG_LEVEL=info prints "
+               "it)");
+        if (mid)
+            printf(", bounce blocks up to %zu bytes where the verdict was a packet", mid);
+    }
     else
         printf("  shm copies:  single copy above one packet");
     if (p.len)

@@ -1,0 +1,225 @@
+/*
+ * transport/shm_eager.c - the node's eager limit, measured.
+ *
+ * Above the eager limit a put or get moves by one process_vm_readv/writev
+ * (where single copies were chosen); below it, in ring packets: a memcpy in
+ * by the sender and a memcpy out by the receiver, whose lines travel from
+ * one core to the other. Which is faster at 8-32 KiB depends on the machine
+ * and cannot be timed by one process alone: on the AMD EPYC VM of round 28
+ * the packets took 0.70 / 1.26 us at 8 / 16 KiB against 2.37 / 3.06 by
+ * single copy, on the H100 machine's Xeon 2.7-2.9 / 4.5-5.5 against
+ * 1.8-2.1 / 1.7-2.8 (docs/performance-notes.md). So, where XP_SHM_EAGER_MAX
+ * or XP_SHM_BOUNCE is auto, the node's first two local ranks time both right after the
+ * segments are exchanged, 8, 16 and 32 KiB, ~0.3 ms: the first (the prober) copies into its
+ * segment's probe buffer, or only pings, and the second (the echo) copies
+ * the bytes out of that buffer, or reads them from the prober's private
+ * source with process_vm_readv, and answers. Both kinds of round trip have
+ * the same two line transfers for the ping and the pong, so their
+ * difference is the copies'. The prober publishes the verdict; every local
+ * rank takes it (a rank that chose bounce blocks keeps a whole packet).
+ * Where copies through memory won at 32 KiB too, bounce blocks (two such
+ * copies, through the sender's heap) are also faster than single copies
+ * above a packet, up to where single copies are shared by both CPUs
+ * (shm_bounce.c, xp_shm_bounce_mid).
+ *
+ * Nothing here can hang or fail open: every wait has a deadline, after
+ * which the prober gives XP_SHM_AUTO_EAGER_MAX as its verdict and the
+ * others take that (ranks may end with different limits, which the engine
+ * allows: each sender picks its own path). A node with more local ranks
+ * than CPUs runs no probe (its timings would be of the scheduler).
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+#include "transport/shm_internal.h"
+#include "util/clock.h"
+#include "util/config.h"
+#include "util/copy.h"
+#include "util/log.h"
+
+#define PROBE_SIZES 3      /* XP_SHM_PROBE_SIZE0 << 0 .. 2: 8, 16 and 32 KiB */
+#define PROBE_ROUNDS 9     /* timed round trips per kind and size (plus one warm-up) */
+#define PROBE_WAIT_MS 50   /* longest wait of prober and echo for each other, each time */
+#define VERDICT_WAIT_MS 2000 /* longest wait for the verdict (normally < 1 ms) */
+#define PROBE_SPINS 4096   /* polls before a waiter also yields its CPU */
+#define PROBE_END 0xffu    /* ping: no more round trips */
+#define PROBE_DONE (1ull << 63) /* verdict: published */
+
+/* ping's low byte: the size index times two, plus 1 for a single copy. */
+static inline size_t kind_len(unsigned k)
+{
+    return (size_t)XP_SHM_PROBE_SIZE0 << (k >> 1);
+}
+
+size_t xp_shm_eager_pick(const double *ring, const double *single, int n)
+{
+    size_t limit = XP_SHM_AUTO_EAGER_MAX;
+    for (int i = 0; i < n && ring[i] < single[i]; i++)
+        limit = (size_t)XP_SHM_PROBE_SIZE0 << i;
+    return limit;
+}
+
+/* Spin until *w differs from `old` (returns the new value) or the deadline
+ * passes (returns `old`). Yields after a while: the other side may share
+ * our CPU. */
+static uint64_t wait_change(const uint64_t *w, uint64_t old, uint64_t deadline)
+{
+    for (unsigned spins = 0;; spins++) {
+        uint64_t v = xp_load_acquire(w);
+        if (v != old)
+            return v;
+        if (spins >= PROBE_SPINS && !(spins & 255)) {
+            if (xp_time_ns() > deadline)
+                return old;
+            sched_yield();
+        }
+        xp_cpu_relax();
+    }
+}
+
+static uint64_t deadline(void)
+{
+    return xp_deadline_ns(PROBE_WAIT_MS);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One round trip of kind k, timed from before the prober's copy (ring) or
+ * ping (single) to the echo's answer; < 0 when the echo failed or is gone. */
+static double round_trip(xp_shm_probe_area_t *a, const unsigned char *src, uint32_t seq,
+                         unsigned k)
+{
+    uint64_t t0 = xp_time_ns();
+    if (!(k & 1))
+        xp_copy(a->buf, src, kind_len(k));
+    uint64_t old = xp_load_relaxed(&a->pong);
+    xp_store_release(&a->ping, (uint64_t)seq << 32 | k);
+    uint64_t v = wait_change(&a->pong, old, deadline());
+    uint64_t t1 = xp_time_ns();
+    if (v >> 32 != seq || (uint32_t)v != 0)
+        return -1;
+    return (double)(t1 - t0);
+}
+
+/* The prober's side: the verdict, or XP_SHM_AUTO_EAGER_MAX where the echo
+ * did not take part. */
+static size_t probe(xp_shm_probe_area_t *a, int echo_rank)
+{
+    double t[2 * PROBE_SIZES][PROBE_ROUNDS];
+    unsigned char *src = aligned_alloc(XP_CACHE_LINE, XP_SHM_PROBE_MAX);
+    size_t verdict = XP_SHM_AUTO_EAGER_MAX;
+    uint32_t seq = 1; /* 1 is the echo's "ready" */
+    if (!src)
+        return verdict;
+    memset(src, 0x5a, XP_SHM_PROBE_MAX);
+    xp_store_relaxed(&a->src, (uint64_t)(uintptr_t)src);
+    if (wait_change(&a->pong, 0, deadline()) != (uint64_t)1 << 32)
+        goto out;
+    /* Round 0 warms the buffers up (first touches); kinds rotate so that
+     * none always follows the same one. */
+    for (int r = 0; r <= PROBE_ROUNDS; r++)
+        for (unsigned j = 0; j < 2 * PROBE_SIZES; j++) {
+            unsigned k = (j + (unsigned)r) % (2 * PROBE_SIZES);
+            double ns = round_trip(a, src, ++seq, k);
+            if (ns < 0)
+                goto out;
+            if (r)
+                t[k][r - 1] = ns;
+        }
+    double ring[PROBE_SIZES], single[PROBE_SIZES];
+    for (unsigned k = 0; k < 2 * PROBE_SIZES; k++) {
+        qsort(t[k], PROBE_ROUNDS, sizeof t[k][0], cmp_double);
+        (k & 1 ? single : ring)[k >> 1] = t[k][PROBE_ROUNDS / 2];
+    }
+    verdict = xp_shm_eager_pick(ring, single, PROBE_SIZES);
+    xp_info("shm: eager probe with rank %d, round trips (ns) 8 / 16 / 32 KiB: through memory "
+            "%.0f / %.0f / %.0f, single copy %.0f / %.0f / %.0f: eager limit %zu",
+            echo_rank, ring[0], ring[1], ring[2], single[0], single[1], single[2], verdict);
+out:
+    xp_store_release(&a->verdict, PROBE_DONE | verdict);
+    xp_store_release(&a->ping, (uint64_t)++seq << 32 | PROBE_END);
+    free(src);
+    return verdict;
+}
+
+/* What a ring's consumer does to the cells it has read
+ * (xp_shm_ring_release): it clears the header word of each, so that the
+ * lines are its own, modified, when the sender writes them again. That
+ * matters: on the AMD EPYC VM a sender's 8 KiB memcpy into lines the
+ * reader had only read took 1.1 us, into lines it had written 0.33 us
+ * (docs/performance-notes.md, round 29). */
+static void release_lines(unsigned char *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i += XP_CACHE_LINE)
+        xp_store_relaxed((uint64_t *)(void *)(buf + i), 0);
+}
+
+/* The echo's side: answer each ping until the end, a failure or silence. */
+static void echo(xp_shm_probe_area_t *a, pid_t prober)
+{
+    unsigned char *dst = aligned_alloc(XP_CACHE_LINE, XP_SHM_PROBE_MAX);
+    uint64_t ping = 0;
+    xp_store_release(&a->pong, (uint64_t)1 << 32);
+    for (;;) {
+        uint64_t v = wait_change(&a->ping, ping, deadline());
+        if (v == ping || (uint8_t)v == PROBE_END)
+            break;
+        ping = v;
+        unsigned k = (uint8_t)v;
+        size_t len = kind_len(k);
+        uint32_t status = !dst || k >= 2 * PROBE_SIZES;
+        if (!status && !(k & 1)) {
+            xp_copy(dst, a->buf, len);
+            release_lines(a->buf, len);
+        } else if (!status) {
+            struct iovec l = {dst, len};
+            struct iovec r = {(void *)(uintptr_t)xp_load_relaxed(&a->src), len};
+            status = xp_cma_copy(prober, 0, &l, 1, &r, 1) != XP_OK;
+        }
+        xp_store_release(&a->pong, (v >> 32) << 32 | status);
+        if (status)
+            break;
+    }
+    free(dst);
+}
+
+/* The first two local ranks' global ranks (-1: none). */
+static void leaders(const shm_tl_t *s, int *first, int *second)
+{
+    int node = xp_node_of(s->rank);
+    *first = *second = -1;
+    for (int r = 0; r < s->size && *second < 0; r++)
+        if (xp_node_of(r) == node)
+            *(*first < 0 ? first : second) = r;
+}
+
+size_t xp_shm_eager_probe(shm_tl_t *s)
+{
+    int first, second;
+    const xp_config_t *c = xp_config();
+    if ((c->shm_eager_max && c->shm_bounce != XP_SHM_BOUNCE_AUTO) || xp_local_size() < 2 ||
+        xp_tl_oversubscribed())
+        return XP_SHM_AUTO_EAGER_MAX;
+    leaders(s, &first, &second);
+    if (second < 0 || (first != s->rank && !s->peers[first].seg.hdr))
+        return XP_SHM_AUTO_EAGER_MAX;
+    xp_shm_seg_hdr_t *h = first == s->rank ? s->own.hdr : s->peers[first].seg.hdr;
+    xp_shm_probe_area_t *a = &h->probe;
+    if (s->rank == first)
+        return probe(a, second);
+    if (s->rank == second)
+        echo(a, s->peers[first].pid);
+    /* Everybody (the echo too) takes the published verdict, which the
+     * prober gives within its own deadlines; the long wait here only keeps
+     * a loaded machine from splitting the node's choice. */
+    uint64_t v = wait_change(&a->verdict, 0, xp_deadline_ns(VERDICT_WAIT_MS));
+    size_t limit = v & PROBE_DONE ? (size_t)(v & ~PROBE_DONE) : XP_SHM_AUTO_EAGER_MAX;
+    xp_debug("shm: eager limit %zu (the probe of rank %d)", limit, first);
+    return limit;
+}

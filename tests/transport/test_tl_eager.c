@@ -1,0 +1,79 @@
+/*
+ * test_tl_eager - the node's eager probe (transport/shm_eager.c) under
+ * xprun: where XP_SHM_EAGER_MAX is auto and single copies are chosen
+ * (XP_SHM_BOUNCE=off), every local rank takes the same verdict for every
+ * peer, one of the probed sizes (32 KiB: a whole packet), or 4 KiB
+ * where the node is oversubscribed (no probe). The setting, where given,
+ * wins without a probe. MP_EAGER_ONECPU=1 (after xprun's binding): every
+ * rank is pinned to the lowest CPU it may use, so the prober and its echo share one (the probe
+ * must still end, in time, with a verdict).
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "transport/shm_seg.h"
+#include "transport/transport.h"
+#include "util/clock.h"
+#include "util/config.h"
+#include "xp_test.h"
+#include "xp_test_kv.h"
+#include "xportals/xp.h"
+
+static void on_packet(void *arg, int src, const void *pkt, size_t len)
+{
+    (void)arg, (void)src, (void)pkt, (void)len;
+}
+
+/* The lowest CPU the system lets us run on (not our affinity mask: xprun
+ * binds each rank to its own CPU), the same for every rank. */
+static void pin_to_first_cpu(void)
+{
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(c, &set);
+        if (sched_setaffinity(0, sizeof set, &set) == 0)
+            return;
+    }
+    XP_REQUIRE(!"no CPU to run on");
+}
+
+int main(int argc, char **argv)
+{
+    const char *one = getenv("MP_EAGER_ONECPU");
+    if (one && atoi(one))
+        pin_to_first_cpu();
+    XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
+    uint64_t t0 = xp_time_ns();
+    XP_REQUIRE(xp_tl_init(on_packet, NULL) == XP_OK);
+    double open_ms = (double)(xp_time_ns() - t0) / 1e6;
+    size_t set = xp_config()->shm_eager_max, verdict = 0;
+    int peers = 0;
+    for (int r = 0; r < xp_size(); r++) {
+        const xp_tl_route_t *rt = xp_tl_route(r);
+        if (r == xp_rank() || !rt || !(xp_tl_caps(r) & XP_TL_CAP_RMA))
+            continue;
+        size_t e = rt->eager_max;
+        if (!verdict)
+            verdict = e;
+        XP_CHECK_EQ(e, verdict); /* one verdict for every peer */
+        if (set)
+            XP_CHECK_EQ(e, set);
+        else if (xp_tl_oversubscribed())
+            XP_CHECK_EQ(e, (size_t)XP_SHM_AUTO_EAGER_MAX);
+        else
+            XP_CHECK(e == 4096 || e == 8192 || e == 16384 || e == 32768);
+        peers++;
+    }
+    fprintf(stderr, "rank %d: eager limit %zu for %d peers (transport open %.1f ms)\n",
+            xp_rank(), verdict, peers, open_ms);
+    /* The same verdict on every rank of the node (xprun: one node). */
+    if (peers)
+        XP_CHECK_EQ(xp_test_rank0_size("eager.verdict", verdict), verdict);
+    else
+        (void)xp_test_rank0_size("eager.verdict", verdict);
+    xp_tl_fini();
+    xp_finalize();
+    return xp_test_result();
+}
