@@ -120,7 +120,7 @@ if [ "$quick" = 1 ]; then
 else
     LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 TRIAL_TIMEOUT=60
 fi
-if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 32768 65536 262144 1048576"; else LAT_SIZES="8"; fi
+if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 16384 32768 65536 262144 1048576"; else LAT_SIZES="8"; fi
 if [ "$full" = 1 ]; then GET_SIZES="8 32768 262144 1048576"; BENCHES="lat bw bwoff msgrate fadd get"; else
     GET_SIZES=""; BENCHES="lat bw bwoff msgrate fadd"; fi
 BW_SIZES="1048576 4194304"

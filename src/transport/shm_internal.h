@@ -149,11 +149,14 @@ void xp_shm_bounce_init(shm_tl_t *s);
  * the eager probe (shm_eager.c) found copies through memory faster up to
  * its largest size (verdict XP_SHM_PROBE_MAX): bounce blocks for puts and
  * gets above a packet up to XP_SHM_MID_BOUNCE_MAX (and XP_SHM_BOUNCE_MAX);
- * larger ones stay single copies, shared by both CPUs from
- * XP_SHM_SPLIT_MIN. On the AMD EPYC VM, round 29, blocks took 2.95 / 4.86 /
- * 6.20 us for 32 / 64 / 128 KiB ping-pongs against 4.80 / 8.74 / 11.4 by
- * single copy, and streamed 17.0-19.6 GB/s at 32-64 KiB against 8.0-10.0;
- * at 256 KiB the two were level (docs/performance-notes.md). */
+ * larger ones stay single copies, shared by both CPUs (XP_SHM_SPLIT_MIN).
+ * On the AMD EPYC VM, round 29, blocks took 2.95 / 4.86 / 6.20 us for 32 /
+ * 64 / 128 KiB ping-pongs against 4.80 / 8.74 / 11.4 by single copy, and
+ * streamed 17.0-19.6 GB/s at 32-64 KiB against 8.0-10.0; at 192-256 KiB
+ * 25-28 GB/s against 14-23, and 11.1-11.2 us against 11.8-14.9 for a 256
+ * KiB ping-pong (13-17 against 31-34 with data written before each put);
+ * from 512 KiB the single copies won untouched data (1 MiB 31-35 against
+ * 42-43 us; docs/performance-notes.md). */
 void xp_shm_bounce_mid(shm_tl_t *s, size_t verdict);
 void xp_shm_bounce_fini(shm_tl_t *s);
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);
