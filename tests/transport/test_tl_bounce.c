@@ -286,6 +286,29 @@ static void check_pipelined(rx_t *rx)
     }
 }
 
+/* Fills that end a few bytes into a line, over bytes already staged: the
+ * reader writes a word of each line it has copied out (shm_bounce.c,
+ * own_lines), and must not touch the staged bytes past the fill. */
+static void check_odd_fills(rx_t *rx, size_t max)
+{
+    static const size_t ends[] = {68, 4 * 64 + 3, 4096 + 7, 8192 + 1};
+    size_t len = max < 3 * CHUNK ? max : 3 * CHUNK;
+    unsigned char *b = alloc_wait(len);
+    fill(b, len, 2000);
+    xp_tl_bounce_fill(1, b, ends[0]);
+    send_msg(1, (msg_t){CMD_CHECK, 2000, (uintptr_t)b, len, 0});
+    for (size_t k = 1; k < sizeof ends / sizeof ends[0]; k++) {
+        usleep(2000); /* the reader copies up to the last fill */
+        xp_tl_bounce_fill(1, b, ends[k]);
+    }
+    usleep(2000);
+    xp_tl_bounce_fill(1, b, len);
+    msg_t a = next_msg(rx);
+    XP_CHECK_EQ(a.kind, CMD_ACK);
+    XP_CHECK_EQ(a.seq, 2000);
+    XP_CHECK_EQ(a.status, 0);
+}
+
 /* The reader's done waits for the last fill: no acknowledgement before it. */
 static void check_done_waits(rx_t *rx)
 {
@@ -430,6 +453,8 @@ static void drive(rx_t *rx, size_t max)
     void **blk = calloc(MAX_BLOCKS, sizeof(void *));
     XP_REQUIRE(blk);
     round_trips(rx, max);
+    if (max >= 8192 + 64)
+        check_odd_fills(rx, max);
     if (max >= MIB) { /* (not auto's mid-size blocks: XP_SHM_MID_BOUNCE_MAX) */
         check_pipelined(rx);
         check_done_waits(rx);
