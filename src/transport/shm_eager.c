@@ -9,11 +9,13 @@
  * the packets took 0.70 / 1.26 us at 8 / 16 KiB against 2.37 / 3.06 by
  * single copy, on the H100 machine's Xeon 2.7-2.9 / 4.5-5.5 against
  * 1.8-2.1 / 1.7-2.8 (docs/performance-notes.md). So, where XP_SHM_EAGER_MAX
- * or XP_SHM_BOUNCE is auto, the node's first two local ranks time both right after the
- * segments are exchanged, 8, 16 and 32 KiB, ~0.3 ms: the first (the prober) copies into its
- * segment's probe buffer, or only pings, and the second (the echo) copies
- * the bytes out of that buffer, or reads them from the prober's private
- * source with process_vm_readv, and answers. Both kinds of round trip have
+ * or XP_SHM_BOUNCE is auto, the node's first two local ranks time both at
+ * 8, 16 and 32 KiB right after the segments are exchanged (~0.5 ms): the
+ * first (the prober) copies into its segment's probe buffer, or only
+ * pings, and the second (the echo) copies the bytes out of that buffer, or
+ * reads them from the prober's private source with process_vm_readv, and
+ * answers; each with a source the prober has not written since its last
+ * send and with one it writes just before. Both kinds of round trip have
  * the same two line transfers for the ping and the pong, so their
  * difference is the copies'. The prober publishes the verdict; every local
  * rank takes it (a rank that chose bounce blocks keeps a whole packet).
@@ -47,10 +49,14 @@
 #define PROBE_END 0xffu    /* ping: no more round trips */
 #define PROBE_DONE (1ull << 63) /* verdict: published */
 
-/* ping's low byte: the size index times two, plus 1 for a single copy. */
+/* ping's low byte: the size index times four; plus 1 for a single copy
+ * (else through memory), plus 2 where the prober writes its source just
+ * before (the data just produced; else untouched since its last send). */
+enum { K_SINGLE = 1, K_TOUCHED = 2, KINDS = 4 * PROBE_SIZES };
+
 static inline size_t kind_len(unsigned k)
 {
-    return (size_t)XP_SHM_PROBE_SIZE0 << (k >> 1);
+    return (size_t)XP_SHM_PROBE_SIZE0 << (k >> 2);
 }
 
 size_t xp_shm_eager_pick(const double *ring, const double *single, int n)
@@ -90,14 +96,18 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One round trip of kind k, timed from before the prober's copy (ring) or
- * ping (single) to the echo's answer; < 0 when the echo failed or is gone. */
-static double round_trip(xp_shm_probe_area_t *a, const unsigned char *src, uint32_t seq,
-                         unsigned k)
+/* One round trip of kind k from src (private to the prober; where the echo
+ * reads it, a->src), timed from before the prober writes (touched kinds),
+ * copies (through memory) or pings (single copies) to the echo's answer;
+ * < 0 when the echo failed or is gone. */
+static double round_trip(xp_shm_probe_area_t *a, unsigned char *src, uint32_t seq, unsigned k)
 {
+    size_t len = kind_len(k);
     uint64_t t0 = xp_time_ns();
-    if (!(k & 1))
-        xp_copy(a->buf, src, kind_len(k));
+    if (k & K_TOUCHED)
+        memset(src, (int)(seq & 0xff), len);
+    if (!(k & K_SINGLE))
+        xp_copy(a->buf, src, len);
     uint64_t old = xp_load_relaxed(&a->pong);
     xp_store_release(&a->ping, (uint64_t)seq << 32 | k);
     uint64_t v = wait_change(&a->pong, old, deadline());
@@ -107,44 +117,61 @@ static double round_trip(xp_shm_probe_area_t *a, const unsigned char *src, uint3
     return (double)(t1 - t0);
 }
 
+/* The median of each kind's PROBE_ROUNDS times (sorts them). */
+static double median_of(double *t)
+{
+    qsort(t, PROBE_ROUNDS, sizeof t[0], cmp_double);
+    return t[PROBE_ROUNDS / 2];
+}
+
 /* The prober's side: the verdict, or XP_SHM_AUTO_EAGER_MAX where the echo
- * did not take part. */
+ * did not take part. Each size's cost by a path is the sum of its medians
+ * with untouched and with touched data, weighing both uses alike: a
+ * single copy reads the sender's lines into the reader's cache, and on
+ * the AMD EPYC VM the sender's next memset of 32 KiB there took ~30 times
+ * as long (a 32 KiB ping-pong 24-26 us against 4-5 untouched, round 29),
+ * where through memory the sender's data stays its own. */
 static size_t probe(xp_shm_probe_area_t *a, int echo_rank)
 {
-    double t[2 * PROBE_SIZES][PROBE_ROUNDS];
-    unsigned char *src = aligned_alloc(XP_CACHE_LINE, XP_SHM_PROBE_MAX);
+    double t[KINDS][PROBE_ROUNDS];
+    unsigned char *mem = aligned_alloc(XP_CACHE_LINE, 2 * (size_t)XP_SHM_PROBE_MAX);
     size_t verdict = XP_SHM_AUTO_EAGER_MAX;
     uint32_t seq = 1; /* 1 is the echo's "ready" */
-    if (!src)
+    if (!mem)
         return verdict;
-    memset(src, 0x5a, XP_SHM_PROBE_MAX);
-    xp_store_relaxed(&a->src, (uint64_t)(uintptr_t)src);
+    unsigned char *src[2] = {mem, mem + XP_SHM_PROBE_MAX}; /* through memory, single */
+    memset(mem, 0x5a, 2 * (size_t)XP_SHM_PROBE_MAX);
+    xp_store_relaxed(&a->src, (uint64_t)(uintptr_t)src[1]);
     if (wait_change(&a->pong, 0, deadline()) != (uint64_t)1 << 32)
         goto out;
     /* Round 0 warms the buffers up (first touches); kinds rotate so that
      * none always follows the same one. */
     for (int r = 0; r <= PROBE_ROUNDS; r++)
-        for (unsigned j = 0; j < 2 * PROBE_SIZES; j++) {
-            unsigned k = (j + (unsigned)r) % (2 * PROBE_SIZES);
-            double ns = round_trip(a, src, ++seq, k);
+        for (unsigned j = 0; j < KINDS; j++) {
+            unsigned k = (j + (unsigned)r) % KINDS;
+            double ns = round_trip(a, src[k & K_SINGLE], ++seq, k);
             if (ns < 0)
                 goto out;
             if (r)
                 t[k][r - 1] = ns;
         }
-    double ring[PROBE_SIZES], single[PROBE_SIZES];
-    for (unsigned k = 0; k < 2 * PROBE_SIZES; k++) {
-        qsort(t[k], PROBE_ROUNDS, sizeof t[k][0], cmp_double);
-        (k & 1 ? single : ring)[k >> 1] = t[k][PROBE_ROUNDS / 2];
+    double m[KINDS], ring[PROBE_SIZES], single[PROBE_SIZES];
+    for (unsigned k = 0; k < KINDS; k++)
+        m[k] = median_of(t[k]);
+    for (int i = 0; i < PROBE_SIZES; i++) {
+        ring[i] = m[4 * i] + m[4 * i + K_TOUCHED];
+        single[i] = m[4 * i + K_SINGLE] + m[4 * i + K_SINGLE + K_TOUCHED];
     }
     verdict = xp_shm_eager_pick(ring, single, PROBE_SIZES);
-    xp_info("shm: eager probe with rank %d, round trips (ns) 8 / 16 / 32 KiB: through memory "
-            "%.0f / %.0f / %.0f, single copy %.0f / %.0f / %.0f: eager limit %zu",
-            echo_rank, ring[0], ring[1], ring[2], single[0], single[1], single[2], verdict);
+    xp_info("shm: eager probe with rank %d, round trips (ns) 8 / 16 / 32 KiB, untouched + "
+            "touched: through memory %.0f+%.0f / %.0f+%.0f / %.0f+%.0f, single copy "
+            "%.0f+%.0f / %.0f+%.0f / %.0f+%.0f: eager limit %zu",
+            echo_rank, m[0], m[2], m[4], m[6], m[8], m[10], m[1], m[3], m[5], m[7], m[9], m[11],
+            verdict);
 out:
     xp_store_release(&a->verdict, PROBE_DONE | verdict);
     xp_store_release(&a->ping, (uint64_t)++seq << 32 | PROBE_END);
-    free(src);
+    free(mem);
     return verdict;
 }
 
@@ -173,8 +200,8 @@ static void echo(xp_shm_probe_area_t *a, pid_t prober)
         ping = v;
         unsigned k = (uint8_t)v;
         size_t len = kind_len(k);
-        uint32_t status = !dst || k >= 2 * PROBE_SIZES;
-        if (!status && !(k & 1)) {
+        uint32_t status = !dst || k >= KINDS;
+        if (!status && !(k & K_SINGLE)) {
             xp_copy(dst, a->buf, len);
             release_lines(a->buf, len);
         } else if (!status) {

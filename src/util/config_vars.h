@@ -99,9 +99,10 @@ XP_CONFIG_VAR(shm_eager_max, SIZE, "XP_SHM_EAGER_MAX", "0", 0, 1073741824, "",
               "Largest shm put or get payload sent inline in ring packets (at most one packet, "
               "32k less a header); larger ones go by bounce block or single copy. 0: auto: "
               "where single copies were chosen (XP_SHM_BOUNCE off, or auto found their pinning "
-              "cheap), the node's first two local ranks time both ways at 8, 16 and 32 KiB "
-              "when they start (~0.3 ms; XP_LOG_LEVEL=info prints it) and every local rank "
-              "takes the largest size up to which copies through shared memory won (4k if "
+              "cheap), the node's first two local ranks time both ways at 8, 16 and 32 KiB, "
+              "with data untouched since the last send and just written, when they start "
+              "(~1 ms; XP_LOG_LEVEL=info prints it) and every local rank takes the largest "
+              "size up to which copies through shared memory won, both weighed alike (4k if "
               "none did, the probe failed, or the node runs more ranks than CPUs); where "
               "bounce blocks were chosen, a whole packet")
 XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
