@@ -246,7 +246,9 @@ size_t xp_shm_eager_probe(shm_tl_t *s)
      * prober gives within its own deadlines; the long wait here only keeps
      * a loaded machine from splitting the node's choice. */
     uint64_t v = wait_change(&a->verdict, 0, xp_deadline_ns(VERDICT_WAIT_MS));
-    size_t limit = v & PROBE_DONE ? (size_t)(v & ~PROBE_DONE) : XP_SHM_AUTO_EAGER_MAX;
+    size_t limit = (size_t)(v & ~PROBE_DONE);
+    if (!(v & PROBE_DONE) || limit < XP_SHM_AUTO_EAGER_MAX || limit > XP_SHM_PROBE_MAX)
+        limit = XP_SHM_AUTO_EAGER_MAX; /* none in time (or not one the prober gives) */
     xp_debug("shm: eager limit %zu (the probe of rank %d)", limit, first);
     return limit;
 }
