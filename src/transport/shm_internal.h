@@ -155,8 +155,10 @@ void xp_shm_bounce_init(shm_tl_t *s);
  * streamed 17.0-19.6 GB/s at 32-64 KiB against 8.0-10.0; at 192-256 KiB
  * 25-28 GB/s against 14-23, and 11.1-11.2 us against 11.8-14.9 for a 256
  * KiB ping-pong (13-17 against 31-34 with data written before each put);
- * from 512 KiB the single copies won untouched data (1 MiB 31-35 against
- * 42-43 us; docs/performance-notes.md). */
+ * at 384 / 512 KiB 15.5-17.9 / 21-22 us against 18.5-24.3 / 23-28
+ * (19-22 / 28-29 against 41 / 45-52 written before each put); at 1 MiB the
+ * single copies won untouched data (31-35 against 42-43 us) and tied
+ * written data (57 against 60; docs/performance-notes.md). */
 void xp_shm_bounce_mid(shm_tl_t *s, size_t verdict);
 void xp_shm_bounce_fini(shm_tl_t *s);
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len);

@@ -142,7 +142,7 @@ size_t xp_shm_eager_limit(int single);
 /* Where that verdict is XP_SHM_PROBE_MAX and XP_SHM_BOUNCE auto chose
  * single copies, bounce blocks up to this size (shm_internal.h,
  * xp_shm_bounce_mid). */
-#define XP_SHM_MID_BOUNCE_MAX (256u << 10)
+#define XP_SHM_MID_BOUNCE_MAX (512u << 10)
 size_t xp_shm_eager_pick(const double *ring, const double *single, int n);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);

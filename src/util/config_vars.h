@@ -92,7 +92,7 @@ XP_CONFIG_VAR(shm_bounce, ENUM, "XP_SHM_BOUNCE", "auto", 0, 0, "auto|on|off",
               "single copies above XP_SHM_EAGER_MAX, and large copies from a peer's shared heap "
               "shared by both CPUs); auto: each process times both copies once at start "
               "(~0.1 ms) and stages where the pinned copy costs over 6 memcpys (xpinfo prints "
-              "the choice); where it does not, blocks still take transfers up to 256k if the "
+              "the choice); where it does not, blocks still take transfers up to 512k if the "
               "node's eager probe (XP_SHM_EAGER_MAX) found copies through shared memory "
               "faster at every size it timed")
 XP_CONFIG_VAR(shm_eager_max, SIZE, "XP_SHM_EAGER_MAX", "0", 0, 1073741824, "",
