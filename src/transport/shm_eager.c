@@ -28,7 +28,8 @@
  * which the prober gives XP_SHM_AUTO_EAGER_MAX as its verdict and the
  * others take that (ranks may end with different limits, which the engine
  * allows: each sender picks its own path). A node with more local ranks
- * than CPUs runs no probe (its timings would be of the scheduler).
+ * than CPUs runs no probe (its timings would be of the scheduler), unless
+ * XP_SHM_EAGER_PROBE=on; XP_SHM_EAGER_PROBE=off runs none anywhere.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -231,7 +232,8 @@ size_t xp_shm_eager_probe(shm_tl_t *s)
     int first, second;
     const xp_config_t *c = xp_config();
     if ((c->shm_eager_max && c->shm_bounce != XP_SHM_BOUNCE_AUTO) || xp_local_size() < 2 ||
-        xp_tl_oversubscribed())
+        c->shm_eager_probe == XP_SHM_PROBE_OFF ||
+        (c->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_tl_oversubscribed()))
         return XP_SHM_AUTO_EAGER_MAX;
     leaders(s, &first, &second);
     if (second < 0 || (first != s->rank && !s->peers[first].seg.hdr))

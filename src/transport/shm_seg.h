@@ -114,8 +114,9 @@ void xp_shm_copy_probe(size_t len, xp_shm_copy_probe_t *out);
  * 32 KiB - 1 MiB; docs/performance-notes.md). Pure. */
 #define XP_SHM_BOUNCE_RATIO 6.0
 int xp_shm_bounce_pays(const xp_shm_copy_probe_t *p);
-/* XP_SHM_BOUNCE's choices (util/config_vars.h). */
+/* XP_SHM_BOUNCE's and XP_SHM_EAGER_PROBE's choices (util/config_vars.h). */
 enum { XP_SHM_BOUNCE_AUTO, XP_SHM_BOUNCE_ON, XP_SHM_BOUNCE_OFF };
+enum { XP_SHM_PROBE_AUTO, XP_SHM_PROBE_ON, XP_SHM_PROBE_OFF };
 /* XP_SHM_BOUNCE_MAX where XP_SHM_BOUNCE is on, or auto and the probe (of a
  * 64 KiB copy, run here) says blocks pay; else 0. *probe: the reading, all
  * zero where none was taken (on, off). */

@@ -114,7 +114,7 @@ static int parse_choice(const char *choices, const char *t)
 xp_status_t xp_config_parse(size_t idx, const char *text, xp_config_t *cfg, char *err, size_t errlen)
 {
     const xp_config_info_t *ci = xp_config_info(idx);
-    char dummy[1];
+    char dummy[256]; /* (a 1-byte one made gcc 12 warn of certain truncation once inlined) */
     if (!err)
         err = dummy, errlen = sizeof dummy;
     if (!ci || !text || !cfg)

@@ -105,6 +105,11 @@ XP_CONFIG_VAR(shm_eager_max, SIZE, "XP_SHM_EAGER_MAX", "0", 0, 1073741824, "",
               "size up to which copies through shared memory won, both weighed alike (4k if "
               "none did, the probe failed, or the node runs more ranks than CPUs); where "
               "bounce blocks were chosen, a whole packet")
+XP_CONFIG_VAR(shm_eager_probe, ENUM, "XP_SHM_EAGER_PROBE", "auto", 0, 0, "auto|on|off",
+              "The node's eager probe (XP_SHM_EAGER_MAX, XP_SHM_BOUNCE auto): auto runs it "
+              "where the node has at least as many CPUs as local ranks; on also where it has "
+              "fewer (the timings then include the scheduler's); off never (4k where single "
+              "copies were chosen, and no mid-size bounce blocks)")
 XP_CONFIG_VAR(shm_bounce_max, SIZE, "XP_SHM_BOUNCE_MAX", "4m", 0, 1073741824, "",
               "Largest shm put or get (above one packet) whose data the side that has it stages "
               "in its shared heap, from where the other side copies it with one memcpy (behind "

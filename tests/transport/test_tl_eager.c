@@ -3,8 +3,9 @@
  * xprun: where XP_SHM_EAGER_MAX is auto and single copies are chosen
  * (XP_SHM_BOUNCE=off), every local rank takes the same verdict for every
  * peer, one of the probed sizes (32 KiB: a whole packet), or 4 KiB
- * where the node is oversubscribed (no probe). The setting, where given,
- * wins without a probe. MP_EAGER_ONECPU=1 (after xprun's binding): every
+ * where the node is oversubscribed (no probe, unless XP_SHM_EAGER_PROBE=on)
+ * or XP_SHM_EAGER_PROBE=off. The setting, where given, wins without a
+ * probe. MP_EAGER_ONECPU=1 (after xprun's binding): every
  * rank is pinned to the lowest CPU it may use, so the prober and its echo share one (the probe
  * must still end, in time, with a verdict).
  */
@@ -60,7 +61,8 @@ int main(int argc, char **argv)
         XP_CHECK_EQ(e, verdict); /* one verdict for every peer */
         if (set)
             XP_CHECK_EQ(e, set);
-        else if (xp_tl_oversubscribed())
+        else if (xp_config()->shm_eager_probe == XP_SHM_PROBE_OFF ||
+                 (xp_config()->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_tl_oversubscribed()))
             XP_CHECK_EQ(e, (size_t)XP_SHM_AUTO_EAGER_MAX);
         else
             XP_CHECK(e == 4096 || e == 8192 || e == 16384 || e == 32768);
