@@ -259,19 +259,25 @@ static int record(int kind, ptl_handle_md_t md, ptl_size_t length, void *user_pt
     return rc;
 }
 
+/* This thread's nesting of PtlPut calls (test_triggered's race test
+ * issues puts from several threads at once). */
+static _Thread_local int put_depth;
+
 int PtlPut(ptl_handle_md_t md, ptl_size_t lo, ptl_size_t len, ptl_ack_req_t ack,
            ptl_process_t tgt, ptl_pt_index_t pt, ptl_match_bits_t mb, ptl_size_t ro, void *up,
            ptl_hdr_data_t hd)
 {
     int rc;
     xp_ct_t *ct;
-    if (++fake.depth > fake.max_depth)
-        fake.max_depth = fake.depth;
+    int depth = ++put_depth, max = __atomic_load_n(&fake.max_depth, __ATOMIC_RELAXED);
+    while (depth > max && !__atomic_compare_exchange_n(&fake.max_depth, &max, depth, 0,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
     rc = record(0, md, len, up, NULL);
     /* Loopback delivery counted inside the call, as a self transport may. */
     if (fake.put_counts_ct && (ct = xp_ct_from_handle(fake.put_counts_ct)))
         xp_ct_add(ct, 1, 0);
-    fake.depth--;
+    put_depth--;
     return rc;
 }
 

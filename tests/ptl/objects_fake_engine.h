@@ -24,7 +24,8 @@ typedef struct fake_engine {
     xp_ni_t ni[2];
     int ncalls;
     fake_call_t calls[FAKE_MAX_CALLS];
-    int depth, max_depth;          /* nesting of data movement calls */
+    int max_depth;                 /* deepest nesting of data movement calls in
+                                    * one thread (PtlPut; updated atomically) */
     ptl_handle_ct_t put_counts_ct; /* if set, each PtlPut adds 1 here (loopback) */
     int aborted;                   /* make waits return XP_ERR_CANCELED */
     int waiters;                   /* threads inside xp_ptl_wait_until (atomic) */
