@@ -231,15 +231,24 @@ size_t xp_shm_eager_probe(shm_tl_t *s)
 {
     int first, second;
     const xp_config_t *c = xp_config();
-    if ((c->shm_eager_max && c->shm_bounce != XP_SHM_BOUNCE_AUTO) || xp_local_size() < 2 ||
-        c->shm_eager_probe == XP_SHM_PROBE_OFF ||
-        (c->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_tl_oversubscribed()))
+    int skip = (c->shm_eager_max && c->shm_bounce != XP_SHM_BOUNCE_AUTO) ||
+               c->shm_eager_probe == XP_SHM_PROBE_OFF ||
+               (c->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_tl_oversubscribed());
+    if (xp_local_size() < 2)
         return XP_SHM_AUTO_EAGER_MAX;
     leaders(s, &first, &second);
     if (second < 0 || (first != s->rank && !s->peers[first].seg.hdr))
         return XP_SHM_AUTO_EAGER_MAX;
     xp_shm_seg_hdr_t *h = first == s->rank ? s->own.hdr : s->peers[first].seg.hdr;
     xp_shm_probe_area_t *a = &h->probe;
+    if (s->rank == first && skip) {
+        /* (a rank whose settings differ from ours waits for nothing) */
+        xp_store_release(&a->verdict, PROBE_DONE | XP_SHM_AUTO_EAGER_MAX);
+        xp_store_release(&a->ping, (uint64_t)2 << 32 | PROBE_END);
+        return XP_SHM_AUTO_EAGER_MAX;
+    }
+    if (skip)
+        return XP_SHM_AUTO_EAGER_MAX;
     if (s->rank == first)
         return probe(a, second);
     if (s->rank == second)

@@ -7,11 +7,13 @@
  * or XP_SHM_EAGER_PROBE=off. The setting, where given, wins without a
  * probe. MP_EAGER_ONECPU=1 (after xprun's binding): every
  * rank is pinned to the lowest CPU it may use, so the prober and its echo share one (the probe
- * must still end, in time, with a verdict).
+ * must still end, in time, with a verdict). MP_EAGER_OFF_RANK=r: rank r
+ * alone has XP_SHM_EAGER_PROBE=off.
  */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "transport/shm_seg.h"
 #include "transport/transport.h"
@@ -45,6 +47,13 @@ int main(int argc, char **argv)
     const char *one = getenv("MP_EAGER_ONECPU");
     if (one && atoi(one))
         pin_to_first_cpu();
+    /* MP_EAGER_OFF_RANK=r: rank r alone runs with XP_SHM_EAGER_PROBE=off
+     * (set before the configuration is read; the rank from xprun's PMI
+     * environment): the others must neither wait long nor disagree. */
+    const char *off = getenv("MP_EAGER_OFF_RANK"), *pmi_rank = getenv("PMI_RANK");
+    int mixed = off && pmi_rank;
+    if (mixed && !strcmp(off, pmi_rank))
+        setenv("XP_SHM_EAGER_PROBE", "off", 1);
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
     uint64_t t0 = xp_time_ns();
     XP_REQUIRE(xp_tl_init(on_packet, NULL) == XP_OK);
@@ -61,6 +70,8 @@ int main(int argc, char **argv)
         XP_CHECK_EQ(e, verdict); /* one verdict for every peer */
         if (set)
             XP_CHECK_EQ(e, set);
+        else if (mixed) /* the prober publishes 4 KiB, or times out its echo */
+            XP_CHECK_EQ(e, (size_t)XP_SHM_AUTO_EAGER_MAX);
         else if (xp_config()->shm_eager_probe == XP_SHM_PROBE_OFF ||
                  (xp_config()->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_tl_oversubscribed()))
             XP_CHECK_EQ(e, (size_t)XP_SHM_AUTO_EAGER_MAX);
@@ -70,6 +81,8 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "rank %d: eager limit %zu for %d peers (transport open %.1f ms)\n",
             xp_rank(), verdict, peers, open_ms);
+    if (mixed)
+        XP_CHECK(open_ms < 1000); /* not the verdict's 2 s deadline */
     /* The same verdict on every rank of the node (xprun: one node). */
     if (peers)
         XP_CHECK_EQ(xp_test_rank0_size("eager.verdict", verdict), verdict);
