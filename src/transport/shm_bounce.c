@@ -269,12 +269,13 @@ static xp_status_t wait_fill(shm_peer_t *p, const uint64_t *w, uint64_t need, ui
 }
 
 /* Write the first word of each line that starts in data[off, end) and
- * whose first word lies there, once copied out (bytes at and after end
- * may not be staged yet): the writer's next staging in these lines (the heap hands the
- * same blocks out again) then takes them from our cache modified, which on
- * the AMD EPYC VM is about 3 times faster than taking lines we only read
- * (docs/performance-notes.md, round 29; a ring's consumer does the same,
- * xp_shm_ring_release). The block is ours until we say done. */
+ * whose first word lies there, once copied out (bytes at and after end may
+ * not be staged yet): the writer's next staging in these lines (the heap
+ * hands the same blocks out again) then takes them from our cache
+ * modified, which on the AMD EPYC VM is 3.4-5 times faster than taking
+ * lines we only read (docs/performance-notes.md, round 29; a ring's
+ * consumer does the same, xp_shm_ring_release). The block is ours until we
+ * say done. */
 static void own_lines(unsigned char *data, uint64_t off, uint64_t end)
 {
     for (uint64_t i = (off + XP_CACHE_LINE - 1) & ~(uint64_t)(XP_CACHE_LINE - 1);

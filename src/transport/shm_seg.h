@@ -46,7 +46,7 @@ typedef struct xp_shm_probe_area {
     uint64_t ping XP_CACHE_ALIGNED; /* seq << 32 | what to do */
     uint64_t src;                   /* the prober's private source */
     uint64_t pong XP_CACHE_ALIGNED; /* seq << 32 | status */
-    uint64_t verdict XP_CACHE_ALIGNED; /* XP_SHM_PROBE_DONE | eager limit */
+    uint64_t verdict XP_CACHE_ALIGNED; /* published bit (bit 63) | eager limit */
     unsigned char buf[XP_SHM_PROBE_MAX] XP_CACHE_ALIGNED;
 } xp_shm_probe_area_t;
 
@@ -133,17 +133,18 @@ int xp_shm_single_copies(const xp_shm_copy_probe_t *probe);
  * (docs/performance-notes.md). */
 #define XP_SHM_AUTO_EAGER_MAX 4096u
 size_t xp_shm_eager_limit(int single);
-/* The eager probe's verdict (shm_eager.c), given the median round trips of
- * moving XP_SHM_PROBE_SIZE0 << i bytes (i < n) through a shared buffer
- * (ring[i]: a memcpy in, a memcpy out on the other core) and by
- * process_vm_readv (single[i]): the largest of those sizes that the copies
- * through memory move faster, and every smaller one too; else
- * XP_SHM_AUTO_EAGER_MAX. Pure. */
-#define XP_SHM_PROBE_SIZE0 8192u
-/* Where that verdict is XP_SHM_PROBE_MAX and XP_SHM_BOUNCE auto chose
- * single copies, bounce blocks up to this size (shm_internal.h,
+/* Where the eager probe's verdict is XP_SHM_PROBE_MAX and XP_SHM_BOUNCE
+ * auto chose single copies, bounce blocks up to this size (shm_internal.h,
  * xp_shm_bounce_mid). */
 #define XP_SHM_MID_BOUNCE_MAX (512u << 10)
+/* The eager probe's verdict (shm_eager.c), given what moving
+ * XP_SHM_PROBE_SIZE0 << i bytes (i < n) cost through a shared buffer
+ * (ring[i]: a memcpy in, a memcpy out on the other core) and by
+ * process_vm_readv (single[i]), each the sum of its round trips' medians
+ * with untouched and with freshly written data: the largest of those sizes
+ * that the copies through memory move faster, and every smaller one too;
+ * else XP_SHM_AUTO_EAGER_MAX. Pure. */
+#define XP_SHM_PROBE_SIZE0 8192u
 size_t xp_shm_eager_pick(const double *ring, const double *single, int n);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);

@@ -41,6 +41,9 @@ static void print_shm_copies(void)
                max);
     else if (single && c->shm_eager_max)
         printf("  shm copies:  single copy above %zu bytes (XP_SHM_EAGER_MAX)", c->shm_eager_max);
+    else if (single && c->shm_eager_probe == XP_SHM_PROBE_OFF)
+        printf("  shm copies:  single copy above %u bytes (XP_SHM_EAGER_PROBE=off)",
+               XP_SHM_AUTO_EAGER_MAX);
     else if (single) {
         /* (shm_bounce.c, xp_shm_bounce_mid) */
         size_t mid = c->shm_bounce != XP_SHM_BOUNCE_AUTO || !c->shm_heap_size ? 0
