@@ -357,7 +357,6 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     xp_status_t st = xp_shm_seg_create(name, ring_cells(), &s->own);
     create_heap(s);
     xp_shm_bounce_init(s);
-    s->eager_max = xp_shm_eager_limit(s->bounce.single);
     create_pair(s);
     s->asym = xp_config()->shm_asym_fence && xp_membarrier_register();
     if (st == XP_OK && s->asym)
@@ -367,8 +366,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
         st = collect_rx(s);
     if (st == XP_OK) {
         size_t verdict = xp_shm_eager_probe(s);
-        if (s->bounce.single && !xp_config()->shm_eager_max)
-            s->eager_max = verdict;
+        s->eager_max = xp_shm_eager_limit(s->bounce.single, verdict);
         xp_shm_bounce_mid(s, verdict);
     }
     if (st != XP_OK) {

@@ -78,13 +78,10 @@ void xp_shm_bounce_init(shm_tl_t *s)
 void xp_shm_bounce_mid(shm_tl_t *s, size_t verdict)
 {
     xp_shm_bounce_t *b = &s->bounce;
-    const xp_config_t *c = xp_config();
-    if (b->max || !s->heap.base || c->shm_bounce != XP_SHM_BOUNCE_AUTO ||
-        verdict < XP_SHM_PROBE_MAX)
+    size_t max = xp_shm_mid_bounce_limit();
+    if (!max || b->max || !s->heap.base || verdict < XP_SHM_PROBE_MAX)
         return;
-    size_t max = c->shm_bounce_max < XP_SHM_MID_BOUNCE_MAX ? c->shm_bounce_max
-                                                            : XP_SHM_MID_BOUNCE_MAX;
-    if (max && (b->list = calloc(BOUNCE_LIST, sizeof(*b->list))))
+    if ((b->list = calloc(BOUNCE_LIST, sizeof(*b->list))))
         b->max = max;
     xp_debug("shm: bounce blocks up to %zu bytes (the eager probe's verdict)", b->max);
 }
@@ -268,21 +265,6 @@ static xp_status_t wait_fill(shm_peer_t *p, const uint64_t *w, uint64_t need, ui
     return XP_OK;
 }
 
-/* Write the first word of each line that starts in data[off, end) and
- * whose first word lies there, once copied out (bytes at and after end may
- * not be staged yet): the writer's next staging in these lines (the heap
- * hands the same blocks out again) then takes them from our cache
- * modified, which on the AMD EPYC VM is 3.4-5 times faster than taking
- * lines we only read (docs/performance-notes.md, round 29; a ring's
- * consumer does the same, xp_shm_ring_release). The block is ours until we
- * say done. */
-static void own_lines(unsigned char *data, uint64_t off, uint64_t end)
-{
-    for (uint64_t i = (off + XP_CACHE_LINE - 1) & ~(uint64_t)(XP_CACHE_LINE - 1);
-         i + sizeof(uint64_t) <= end; i += XP_CACHE_LINE)
-        xp_store_relaxed((uint64_t *)(void *)(data + i), 0);
-}
-
 xp_status_t xp_shm_bounce_read(xp_tl_t *tl, int rank, const struct iovec *local, int nlocal,
                                uint64_t addr, size_t len)
 {
@@ -305,7 +287,7 @@ xp_status_t xp_shm_bounce_read(xp_tl_t *tl, int rank, const struct iovec *local,
             st = xp_iov_copy_in(local, nlocal, off, src + off, end - off);
         if (st != XP_OK)
             return st;
-        own_lines((unsigned char *)src, off, end);
+        xp_shm_own_lines((unsigned char *)src, off, end); /* ours until done */
     }
     return XP_OK;
 }

@@ -118,6 +118,15 @@ static double round_trip(xp_shm_probe_area_t *a, unsigned char *src, uint32_t se
     return (double)(t1 - t0);
 }
 
+/* The prober's last word: the verdict for every local rank, then the end
+ * for the echo (seq: past every ping sent). */
+static size_t publish(xp_shm_probe_area_t *a, size_t verdict, uint32_t seq)
+{
+    xp_store_release(&a->verdict, PROBE_DONE | verdict);
+    xp_store_release(&a->ping, (uint64_t)seq << 32 | PROBE_END);
+    return verdict;
+}
+
 /* The median of each kind's PROBE_ROUNDS times (sorts them). */
 static double median_of(double *t)
 {
@@ -170,22 +179,8 @@ static size_t probe(xp_shm_probe_area_t *a, int echo_rank)
             echo_rank, m[0], m[2], m[4], m[6], m[8], m[10], m[1], m[3], m[5], m[7], m[9], m[11],
             verdict);
 out:
-    xp_store_release(&a->verdict, PROBE_DONE | verdict);
-    xp_store_release(&a->ping, (uint64_t)++seq << 32 | PROBE_END);
     free(mem);
-    return verdict;
-}
-
-/* What a ring's consumer does to the cells it has read
- * (xp_shm_ring_release): it clears the header word of each, so that the
- * lines are its own, modified, when the sender writes them again. That
- * matters: on the AMD EPYC VM a sender's 8 KiB memcpy into lines the
- * reader had only read took 1.1 us, into lines it had written 0.33 us
- * (docs/performance-notes.md, round 29). */
-static void release_lines(unsigned char *buf, size_t len)
-{
-    for (size_t i = 0; i < len; i += XP_CACHE_LINE)
-        xp_store_relaxed((uint64_t *)(void *)(buf + i), 0);
+    return publish(a, verdict, ++seq);
 }
 
 /* The echo's side: answer each ping until the end, a failure or silence. */
@@ -204,7 +199,7 @@ static void echo(xp_shm_probe_area_t *a, pid_t prober)
         uint32_t status = !dst || k >= KINDS;
         if (!status && !(k & K_SINGLE)) {
             xp_copy(dst, a->buf, len);
-            release_lines(a->buf, len);
+            xp_shm_own_lines(a->buf, 0, len); /* as a ring's reader does */
         } else if (!status) {
             struct iovec l = {dst, len};
             struct iovec r = {(void *)(uintptr_t)xp_load_relaxed(&a->src), len};
@@ -243,9 +238,7 @@ size_t xp_shm_eager_probe(shm_tl_t *s)
     xp_shm_probe_area_t *a = &h->probe;
     if (s->rank == first && skip) {
         /* (a rank whose settings differ from ours waits for nothing) */
-        xp_store_release(&a->verdict, PROBE_DONE | XP_SHM_AUTO_EAGER_MAX);
-        xp_store_release(&a->ping, (uint64_t)2 << 32 | PROBE_END);
-        return XP_SHM_AUTO_EAGER_MAX;
+        return publish(a, XP_SHM_AUTO_EAGER_MAX, 2);
     }
     if (skip)
         return XP_SHM_AUTO_EAGER_MAX;

@@ -394,8 +394,16 @@ int xp_shm_single_copies(const xp_shm_copy_probe_t *probe)
            (probe->len && !xp_shm_bounce_pays(probe));
 }
 
-size_t xp_shm_eager_limit(int single)
+size_t xp_shm_eager_limit(int single, size_t verdict)
 {
     size_t v = xp_config()->shm_eager_max;
-    return v ? v : single ? XP_SHM_AUTO_EAGER_MAX : SIZE_MAX;
+    return v ? v : single ? verdict : SIZE_MAX;
+}
+
+size_t xp_shm_mid_bounce_limit(void)
+{
+    const xp_config_t *c = xp_config();
+    if (c->shm_bounce != XP_SHM_BOUNCE_AUTO || !c->shm_heap_size)
+        return 0;
+    return c->shm_bounce_max < XP_SHM_MID_BOUNCE_MAX ? c->shm_bounce_max : XP_SHM_MID_BOUNCE_MAX;
 }

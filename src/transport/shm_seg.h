@@ -124,19 +124,24 @@ size_t xp_shm_bounce_limit(xp_shm_copy_probe_t *probe);
 /* Whether single copies were chosen: XP_SHM_BOUNCE off, or auto and its
  * probe (xp_shm_bounce_limit's) found them cheaper. */
 int xp_shm_single_copies(const xp_shm_copy_probe_t *probe);
-/* XP_SHM_EAGER_MAX resolved, given whether single copies were chosen:
- * the setting, else XP_SHM_AUTO_EAGER_MAX where single, else SIZE_MAX
- * (whatever fits a packet). Above it a put or get goes by single copy
- * rather than through the rings: on the Intel VM of round 15 a ping-pong
- * of 2 KiB took 1.1-1.2 us in packets and 1.6 by single copy, 4 KiB 1.55
- * both ways, 8 KiB 2.7 against 1.7, 16 KiB 4.9 against 2.0
+/* XP_SHM_EAGER_MAX resolved, given whether single copies were chosen and
+ * the node's eager probe's verdict (shm_eager.c; XP_SHM_AUTO_EAGER_MAX
+ * where it ran none): the setting, else the verdict where single, else
+ * SIZE_MAX (whatever fits a packet). Above it a put or get goes by single
+ * copy rather than through the rings: on the Intel VM of round 15 a
+ * ping-pong of 2 KiB took 1.1-1.2 us in packets and 1.6 by single copy, 4
+ * KiB 1.55 both ways, 8 KiB 2.7 against 1.7, 16 KiB 4.9 against 2.0
  * (docs/performance-notes.md). */
 #define XP_SHM_AUTO_EAGER_MAX 4096u
-size_t xp_shm_eager_limit(int single);
+size_t xp_shm_eager_limit(int single, size_t verdict);
 /* Where the eager probe's verdict is XP_SHM_PROBE_MAX and XP_SHM_BOUNCE
  * auto chose single copies, bounce blocks up to this size (shm_internal.h,
  * xp_shm_bounce_mid). */
 #define XP_SHM_MID_BOUNCE_MAX (512u << 10)
+/* The limit of those mid-size blocks by the settings: XP_SHM_MID_BOUNCE_MAX
+ * or a smaller XP_SHM_BOUNCE_MAX; 0 where XP_SHM_BOUNCE is not auto or
+ * there is no shared heap (XP_SHM_HEAP_SIZE=0). */
+size_t xp_shm_mid_bounce_limit(void);
 /* The eager probe's verdict (shm_eager.c), given what moving
  * XP_SHM_PROBE_SIZE0 << i bytes (i < n) cost through a shared buffer
  * (ring[i]: a memcpy in, a memcpy out on the other core) and by

@@ -22,6 +22,7 @@
 #include "transport/transport.h"
 #include "util/config.h"
 #include "xp_test.h"
+#include "xp_test_kv.h"
 #include "xportals/shmem.h"
 #include "xportals/xp.h"
 
@@ -270,14 +271,7 @@ int main(void)
     XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
                          NULL, NULL, &c.ni) == PTL_OK);
     c.peer.rank = (ptl_rank_t)(1 - xp_rank());
-    size_t len = sizeof server_max;
-    server_max = xp_tl_bounce_max(0);
-    if (xp_rank() == 1)
-        XP_REQUIRE(xp_kv_put("bounce_get.max", &server_max, sizeof server_max) == XP_OK);
-    XP_REQUIRE(xp_kv_fence() == XP_OK);
-    if (xp_rank() == 0)
-        XP_REQUIRE(xp_kv_get(1, "bounce_get.max", &server_max, &len) == XP_OK &&
-                   len == sizeof server_max);
+    server_max = xp_test_rank_size(1, "bounce_get.max", xp_tl_bounce_max(0));
     c.buf = malloc(BUF);
     XP_REQUIRE(c.buf != NULL);
     XP_REQUIRE(PtlEQAlloc(c.ni, 64, &c.eq) == PTL_OK);

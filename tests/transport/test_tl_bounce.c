@@ -288,7 +288,7 @@ static void check_pipelined(rx_t *rx)
 
 /* Fills that end a few bytes into a line, over bytes already staged: the
  * reader writes a word of each line it has copied out (shm_bounce.c,
- * own_lines), and must not touch the staged bytes past the fill. */
+ * xp_shm_own_lines), and must not touch the staged bytes past the fill. */
 static void check_odd_fills(rx_t *rx, size_t max)
 {
     static const size_t ends[] = {68, 4 * 64 + 3, 4096 + 7, 8192 + 1};

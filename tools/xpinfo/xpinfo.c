@@ -45,10 +45,7 @@ static void print_shm_copies(void)
         printf("  shm copies:  single copy above %u bytes (XP_SHM_EAGER_PROBE=off)",
                XP_SHM_AUTO_EAGER_MAX);
     else if (single) {
-        /* (shm_bounce.c, xp_shm_bounce_mid) */
-        size_t mid = c->shm_bounce != XP_SHM_BOUNCE_AUTO || !c->shm_heap_size ? 0
-                     : c->shm_bounce_max < XP_SHM_MID_BOUNCE_MAX ? c->shm_bounce_max
-                                                                  : XP_SHM_MID_BOUNCE_MAX;
+        size_t mid = xp_shm_mid_bounce_limit(); /* (shm_bounce.c, xp_shm_bounce_mid) */
         printf("  shm copies:  single copy above the node's eager probe's verdict (4 KiB to a "
                "packet; timed by the first two local ranks at start, XP_LOG_LEVEL=info prints "
                "it)");
