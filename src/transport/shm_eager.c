@@ -147,8 +147,8 @@ static size_t probe(xp_shm_probe_area_t *a, int echo_rank)
     unsigned char *mem = aligned_alloc(XP_CACHE_LINE, 2 * (size_t)XP_SHM_PROBE_MAX);
     size_t verdict = XP_SHM_AUTO_EAGER_MAX;
     uint32_t seq = 1; /* 1 is the echo's "ready" */
-    if (!mem)
-        return verdict;
+    if (!mem) /* (the others must not wait out their deadlines) */
+        return publish(a, verdict, ++seq);
     unsigned char *src[2] = {mem, mem + XP_SHM_PROBE_MAX}; /* through memory, single */
     memset(mem, 0x5a, 2 * (size_t)XP_SHM_PROBE_MAX);
     xp_store_relaxed(&a->src, (uint64_t)(uintptr_t)src[1]);

@@ -8,7 +8,8 @@
  * probe. MP_EAGER_ONECPU=1 (after xprun's binding): every
  * rank is pinned to the lowest CPU it may use, so the prober and its echo share one (the probe
  * must still end, in time, with a verdict). MP_EAGER_OFF_RANK=r: rank r
- * alone has XP_SHM_EAGER_PROBE=off.
+ * alone has XP_SHM_EAGER_PROBE=off. MP_EAGER_FAIL_ALLOC=1: the prober
+ * cannot allocate its sources; it must still publish 4 KiB at once.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -22,6 +23,19 @@
 #include "xp_test.h"
 #include "xp_test_kv.h"
 #include "xportals/xp.h"
+
+/* MP_EAGER_FAIL_ALLOC: this executable's aligned_alloc comes before
+ * libc's, also for the transport linked into it, and refuses the prober's
+ * one allocation (two sources of XP_SHM_PROBE_MAX bytes). */
+static int fail_probe_alloc;
+
+void *aligned_alloc(size_t align, size_t size)
+{
+    void *p = NULL;
+    if (fail_probe_alloc && size == 2 * (size_t)XP_SHM_PROBE_MAX)
+        return NULL;
+    return posix_memalign(&p, align, size) ? NULL : p;
+}
 
 static void on_packet(void *arg, int src, const void *pkt, size_t len)
 {
@@ -51,8 +65,10 @@ int main(int argc, char **argv)
      * (set before the configuration is read; the rank from xprun's PMI
      * environment): the others must neither wait long nor disagree. */
     const char *off = getenv("MP_EAGER_OFF_RANK"), *pmi_rank = getenv("PMI_RANK");
-    int mixed = off && pmi_rank;
-    if (mixed && !strcmp(off, pmi_rank))
+    const char *fail = getenv("MP_EAGER_FAIL_ALLOC");
+    fail_probe_alloc = fail && atoi(fail);
+    int mixed = (off && pmi_rank) || fail_probe_alloc;
+    if (off && pmi_rank && !strcmp(off, pmi_rank))
         setenv("XP_SHM_EAGER_PROBE", "off", 1);
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
     uint64_t t0 = xp_time_ns();
