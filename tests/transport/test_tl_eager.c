@@ -9,7 +9,9 @@
  * rank is pinned to the lowest CPU it may use, so the prober and its echo share one (the probe
  * must still end, in time, with a verdict). MP_EAGER_OFF_RANK=r: rank r
  * alone has XP_SHM_EAGER_PROBE=off. MP_EAGER_FAIL_ALLOC=1: the prober
- * cannot allocate its sources; it must still publish 4 KiB at once.
+ * cannot allocate its sources; it must still publish 4 KiB at once. =2:
+ * the echo cannot allocate its buffer, answers the first ping with a
+ * failure, and the prober gives 4 KiB.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -26,13 +28,15 @@
 
 /* MP_EAGER_FAIL_ALLOC: this executable's aligned_alloc comes before
  * libc's, also for the transport linked into it, and refuses the prober's
- * one allocation (two sources of XP_SHM_PROBE_MAX bytes). */
+ * one allocation (two sources of XP_SHM_PROBE_MAX bytes; 1) or the echo's
+ * (XP_SHM_PROBE_MAX bytes; 2). */
 static int fail_probe_alloc;
 
 void *aligned_alloc(size_t align, size_t size)
 {
     void *p = NULL;
-    if (fail_probe_alloc && size == 2 * (size_t)XP_SHM_PROBE_MAX)
+    if ((fail_probe_alloc == 1 && size == 2 * (size_t)XP_SHM_PROBE_MAX) ||
+        (fail_probe_alloc == 2 && size == XP_SHM_PROBE_MAX))
         return NULL;
     return posix_memalign(&p, align, size) ? NULL : p;
 }
