@@ -48,7 +48,6 @@
 #define VERDICT_WAIT_MS 2000 /* longest wait for the verdict (normally < 1 ms) */
 #define PROBE_SPINS 4096   /* polls before a waiter also yields its CPU */
 #define PROBE_END 0xffu    /* ping: no more round trips */
-#define PROBE_DONE (1ull << 63) /* verdict: published */
 
 /* ping's low byte: the size index times four; plus 1 for a single copy
  * (else through memory), plus 2 where the prober writes its source just
@@ -66,6 +65,17 @@ size_t xp_shm_eager_pick(const double *ring, const double *single, int n)
     for (int i = 0; i < n && ring[i] < single[i]; i++)
         limit = (size_t)XP_SHM_PROBE_SIZE0 << i;
     return limit;
+}
+
+size_t xp_shm_eager_verdict(uint64_t word)
+{
+    size_t limit = (size_t)(word & ~XP_SHM_VERDICT_DONE);
+    if (!(word & XP_SHM_VERDICT_DONE))
+        return XP_SHM_AUTO_EAGER_MAX;
+    for (int i = 0; i < PROBE_SIZES; i++)
+        if (limit == (size_t)XP_SHM_PROBE_SIZE0 << i)
+            return limit;
+    return XP_SHM_AUTO_EAGER_MAX;
 }
 
 /* Spin until *w differs from `old` (returns the new value) or the deadline
@@ -122,7 +132,7 @@ static double round_trip(xp_shm_probe_area_t *a, unsigned char *src, uint32_t se
  * for the echo (seq: past every ping sent). */
 static size_t publish(xp_shm_probe_area_t *a, size_t verdict, uint32_t seq)
 {
-    xp_store_release(&a->verdict, PROBE_DONE | verdict);
+    xp_store_release(&a->verdict, XP_SHM_VERDICT_DONE | verdict);
     xp_store_release(&a->ping, (uint64_t)seq << 32 | PROBE_END);
     return verdict;
 }
@@ -249,10 +259,8 @@ size_t xp_shm_eager_probe(shm_tl_t *s)
     /* Everybody (the echo too) takes the published verdict, which the
      * prober gives within its own deadlines; the long wait here only keeps
      * a loaded machine from splitting the node's choice. */
-    uint64_t v = wait_change(&a->verdict, 0, xp_deadline_ns(VERDICT_WAIT_MS));
-    size_t limit = (size_t)(v & ~PROBE_DONE);
-    if (!(v & PROBE_DONE) || limit < XP_SHM_AUTO_EAGER_MAX || limit > XP_SHM_PROBE_MAX)
-        limit = XP_SHM_AUTO_EAGER_MAX; /* none in time (or not one the prober gives) */
+    size_t limit =
+        xp_shm_eager_verdict(wait_change(&a->verdict, 0, xp_deadline_ns(VERDICT_WAIT_MS)));
     xp_debug("shm: eager limit %zu (the probe of rank %d)", limit, first);
     return limit;
 }

@@ -151,6 +151,14 @@ size_t xp_shm_mid_bounce_limit(void);
  * else XP_SHM_AUTO_EAGER_MAX. Pure. */
 #define XP_SHM_PROBE_SIZE0 8192u
 size_t xp_shm_eager_pick(const double *ring, const double *single, int n);
+/* The verdict word's published bit (xp_shm_probe_area_t::verdict). */
+#define XP_SHM_VERDICT_DONE (1ull << 63)
+/* The eager limit a rank takes from the verdict word it read: the
+ * published limit where it is one the prober gives (XP_SHM_AUTO_EAGER_MAX
+ * or one of the probed sizes), else XP_SHM_AUTO_EAGER_MAX (unpublished in
+ * time, or a word no prober of ours wrote: a segment of another version,
+ * a stray store). Pure. */
+size_t xp_shm_eager_verdict(uint64_t word);
 /* Same semantics within this process (memcpy). */
 xp_status_t xp_iov_copy(const struct iovec *dst, int ndst, const struct iovec *src, int nsrc);
 /* Copy n bytes from src into dst at byte offset dst_off (XP_ERR_INVALID when

@@ -173,6 +173,24 @@ static void check_eager_pick(void)
     XP_CHECK_EQ(XP_SHM_PROBE_SIZE0 << 2, XP_SHM_PROBE_MAX); /* the buffer holds the largest */
 }
 
+/* The verdict word a rank reads: a published size the prober gives, else 4 KiB. */
+static void check_eager_verdict(void)
+{
+    const uint64_t done = XP_SHM_VERDICT_DONE;
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | 4096), 4096u);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | 8192), 8192u);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | 16384), 16384u);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | XP_SHM_PROBE_MAX), (size_t)XP_SHM_PROBE_MAX);
+    XP_CHECK_EQ(xp_shm_eager_verdict(32768), (size_t)XP_SHM_AUTO_EAGER_MAX); /* unpublished */
+    XP_CHECK_EQ(xp_shm_eager_verdict(0), (size_t)XP_SHM_AUTO_EAGER_MAX);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done), (size_t)XP_SHM_AUTO_EAGER_MAX);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | 12288), (size_t)XP_SHM_AUTO_EAGER_MAX);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | 2048), (size_t)XP_SHM_AUTO_EAGER_MAX);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | 65536), (size_t)XP_SHM_AUTO_EAGER_MAX);
+    XP_CHECK_EQ(xp_shm_eager_verdict(done | 1ull << 32 | 8192), (size_t)XP_SHM_AUTO_EAGER_MAX);
+    XP_CHECK_EQ(xp_shm_eager_verdict(UINT64_MAX), (size_t)XP_SHM_AUTO_EAGER_MAX);
+}
+
 static int dev_shm_has(const char *name)
 {
     char path[128];
@@ -225,6 +243,7 @@ int main(void)
     check_iov_copy_in();
     check_copy_probe();
     check_eager_pick();
+    check_eager_verdict();
     push(&b, &cached, 0, "q", 1);
     wait_one(&a.hdr->ring, &rx);
     XP_CHECK(rx.len == 1 && rx.buf[0] == 'k');

@@ -11,13 +11,21 @@
  * alone has XP_SHM_EAGER_PROBE=off. MP_EAGER_FAIL_ALLOC=1: the prober
  * cannot allocate its sources; it must still publish 4 KiB at once. =2:
  * the echo cannot allocate its buffer, answers the first ping with a
- * failure, and the prober gives 4 KiB.
+ * failure, and the prober gives 4 KiB. =3 (XP_SHM_BOUNCE=auto): the list of
+ * bounce blocks cannot be allocated (xp_shm_bounce_init's or, after the
+ * probe, xp_shm_bounce_mid's): no rank may then serve a block, nor crash
+ * asking for one. MP_EAGER_LATE_PROBER=1: the prober's allocation takes
+ * 200 ms, so its echo gives up waiting for the first ping (50 ms) and the
+ * prober's round trip then goes unanswered: 4 KiB on both, in well under
+ * the verdict's 2 s deadline.
  */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "transport/shm_internal.h"
 #include "transport/shm_seg.h"
 #include "transport/transport.h"
 #include "util/clock.h"
@@ -30,7 +38,7 @@
  * libc's, also for the transport linked into it, and refuses the prober's
  * one allocation (two sources of XP_SHM_PROBE_MAX bytes; 1) or the echo's
  * (XP_SHM_PROBE_MAX bytes; 2). */
-static int fail_probe_alloc;
+static int fail_probe_alloc, late_prober;
 
 void *aligned_alloc(size_t align, size_t size)
 {
@@ -38,7 +46,25 @@ void *aligned_alloc(size_t align, size_t size)
     if ((fail_probe_alloc == 1 && size == 2 * (size_t)XP_SHM_PROBE_MAX) ||
         (fail_probe_alloc == 2 && size == XP_SHM_PROBE_MAX))
         return NULL;
+    if (late_prober && size == 2 * (size_t)XP_SHM_PROBE_MAX)
+        nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
     return posix_memalign(&p, align, size) ? NULL : p;
+}
+
+/* MP_EAGER_FAIL_ALLOC=3: this executable's calloc refuses the bounce
+ * blocks' list. (posix_memalign, which libc and the sanitizers pair with
+ * free: gcc would make malloc + memset a call of calloc.) */
+#define BOUNCE_LIST 1024u /* shm_bounce.c's */
+void *calloc(size_t n, size_t size)
+{
+    if ((fail_probe_alloc == 3 && n == BOUNCE_LIST && size == sizeof(xp_shm_bounce_blk_t)) ||
+        (size && n > SIZE_MAX / size))
+        return NULL;
+    size_t bytes = n * size;
+    void *p = NULL;
+    if (posix_memalign(&p, 16, bytes ? bytes : 1))
+        return NULL;
+    return memset(p, 0, bytes);
 }
 
 static void on_packet(void *arg, int src, const void *pkt, size_t len)
@@ -70,8 +96,11 @@ int main(int argc, char **argv)
      * environment): the others must neither wait long nor disagree. */
     const char *off = getenv("MP_EAGER_OFF_RANK"), *pmi_rank = getenv("PMI_RANK");
     const char *fail = getenv("MP_EAGER_FAIL_ALLOC");
-    fail_probe_alloc = fail && atoi(fail);
-    int mixed = (off && pmi_rank) || fail_probe_alloc;
+    const char *late = getenv("MP_EAGER_LATE_PROBER");
+    fail_probe_alloc = fail ? atoi(fail) : 0;
+    late_prober = late && atoi(late);
+    int no_list = fail_probe_alloc == 3;
+    int mixed = (off && pmi_rank) || fail_probe_alloc == 1 || fail_probe_alloc == 2 || late_prober;
     if (off && pmi_rank && !strcmp(off, pmi_rank))
         setenv("XP_SHM_EAGER_PROBE", "off", 1);
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
@@ -88,7 +117,10 @@ int main(int argc, char **argv)
         if (!verdict)
             verdict = e;
         XP_CHECK_EQ(e, verdict); /* one verdict for every peer */
-        if (set)
+        if (no_list) { /* blocks off; puts by whatever the probe chose */
+            XP_CHECK_EQ(xp_tl_bounce_max(r), (size_t)0);
+            XP_CHECK(xp_tl_bounce_alloc(r, 65536) == NULL);
+        } else if (set)
             XP_CHECK_EQ(e, set);
         else if (mixed) /* the prober publishes 4 KiB, or times out its echo */
             XP_CHECK_EQ(e, (size_t)XP_SHM_AUTO_EAGER_MAX);
@@ -103,6 +135,8 @@ int main(int argc, char **argv)
             xp_rank(), verdict, peers, open_ms);
     if (mixed)
         XP_CHECK(open_ms < 1000); /* not the verdict's 2 s deadline */
+    if (late_prober) /* the prober's 200 ms, then its unanswered ping's 50 */
+        XP_CHECK(open_ms >= 200);
     /* The same verdict on every rank of the node (xprun: one node). */
     if (peers)
         XP_CHECK_EQ(xp_test_rank0_size("eager.verdict", verdict), verdict);
