@@ -41,6 +41,7 @@ typedef struct {
     int    heap;           /* --heap: buffers from xp_shmalloc (benchmarks that list it) */
     int    uncounted;      /* --uncounted: the streams' target entry counts nothing */
     int    touch;          /* --touch: the ping-pong writes its data before each put */
+    int    pause;          /* --pause: a memory wait pauses after each look */
     /* identity */
     int rank, size;
     /* barrier */
@@ -130,6 +131,18 @@ static inline long bench_parse_long(const char *s)
     return *end || v < 0 ? -1 : v;
 }
 
+/* The CPU's spin-wait hint (x86 `pause`), for loops that wait on memory. */
+static inline void bench_cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 /* Whether option `a` is one that `extra` (the benchmark's usage text past
  * the sizes, iterations and repetitions every benchmark takes) lists: an
  * option a benchmark does not honour is refused, not silently ignored (a
@@ -165,6 +178,7 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
         if (!strcmp(a, "--heap")) { b->heap = 1; continue; }
         if (!strcmp(a, "--uncounted")) { b->uncounted = 1; continue; }
         if (!strcmp(a, "--touch")) { b->touch = 1; continue; }
+        if (!strcmp(a, "--pause")) { b->pause = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || !v)
             bench_usage(argv[0], extra);
         if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size") || !strcmp(a, "--size")) {
