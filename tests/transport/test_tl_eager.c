@@ -11,7 +11,9 @@
  * alone has XP_SHM_EAGER_PROBE=off. MP_EAGER_FAIL_ALLOC=1: the prober
  * cannot allocate its sources; it must still publish 4 KiB at once. =2:
  * the echo cannot allocate its buffer, answers the first ping with a
- * failure, and the prober gives 4 KiB. =3 (XP_SHM_BOUNCE=auto): the list of
+ * failure, and the prober gives 4 KiB. MP_EAGER_BLOCKS_RANK=r: rank r alone
+ * uses bounce blocks (XP_SHM_BOUNCE=on: a whole packet, as where auto's
+ * copy probe chooses blocks in one process); the others still agree. =3 (XP_SHM_BOUNCE=auto): the list of
  * bounce blocks cannot be allocated (xp_shm_bounce_init's or, after the
  * probe, xp_shm_bounce_mid's): no rank may then serve a block, nor crash
  * asking for one. MP_EAGER_LATE_PROBER=1: the prober's allocation takes
@@ -103,6 +105,11 @@ int main(int argc, char **argv)
     int mixed = (off && pmi_rank) || fail_probe_alloc == 1 || fail_probe_alloc == 2 || late_prober;
     if (off && pmi_rank && !strcmp(off, pmi_rank))
         setenv("XP_SHM_EAGER_PROBE", "off", 1);
+    /* MP_EAGER_BLOCKS_RANK=r: rank r alone stages in bounce blocks, as
+     * when auto's copy probe chooses them in one process only. */
+    const char *blocks = getenv("MP_EAGER_BLOCKS_RANK");
+    if (blocks && pmi_rank && !strcmp(blocks, pmi_rank))
+        setenv("XP_SHM_BOUNCE", "on", 1);
     XP_REQUIRE(xp_init(&argc, &argv) == XP_OK);
     uint64_t t0 = xp_time_ns();
     XP_REQUIRE(xp_tl_init(on_packet, NULL) == XP_OK);
@@ -117,6 +124,16 @@ int main(int argc, char **argv)
         if (!verdict)
             verdict = e;
         XP_CHECK_EQ(e, verdict); /* one verdict for every peer */
+        if (e == SIZE_MAX) {
+            /* Bounce blocks here: XP_SHM_BOUNCE=on, or auto and this
+             * process's copy probe chose them (each process times its own,
+             * so ranks can differ): a whole packet, whatever the node's
+             * verdict (which is for single copies). */
+            XP_CHECK(xp_config()->shm_bounce != XP_SHM_BOUNCE_OFF);
+            XP_CHECK_EQ(xp_config()->shm_eager_max, (size_t)0);
+            if (!no_list)
+                XP_CHECK(xp_tl_bounce_max(r) > 0);
+        }
         if (no_list) { /* blocks off; puts by whatever the probe chose */
             XP_CHECK_EQ(xp_tl_bounce_max(r), (size_t)0);
             XP_CHECK(xp_tl_bounce_alloc(r, 65536) == NULL);
@@ -127,7 +144,7 @@ int main(int argc, char **argv)
         else if (xp_config()->shm_eager_probe == XP_SHM_PROBE_OFF ||
                  (xp_config()->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_tl_oversubscribed()))
             XP_CHECK_EQ(e, (size_t)XP_SHM_AUTO_EAGER_MAX);
-        else
+        else if (e != SIZE_MAX)
             XP_CHECK(e == 4096 || e == 8192 || e == 16384 || e == 32768);
         peers++;
     }
@@ -137,11 +154,16 @@ int main(int argc, char **argv)
         XP_CHECK(open_ms < 1000); /* not the verdict's 2 s deadline */
     if (late_prober) /* the prober's 200 ms, then its unanswered ping's 50 */
         XP_CHECK(open_ms >= 200);
-    /* The same verdict on every rank of the node (xprun: one node). */
-    if (peers)
-        XP_CHECK_EQ(xp_test_rank0_size("eager.verdict", verdict), verdict);
-    else
-        (void)xp_test_rank0_size("eager.verdict", verdict);
+    /* The same verdict on every rank of the node that took one (xprun: one
+     * node); 0: none (no peer, or bounce blocks chosen here). */
+    size_t took = peers && verdict != SIZE_MAX ? verdict : 0;
+    for (int from = 0; from < xp_size(); from++) {
+        char key[32];
+        snprintf(key, sizeof key, "eager.verdict.%d", from);
+        size_t theirs = xp_test_rank_size(from, key, took);
+        if (took && theirs)
+            XP_CHECK_EQ(theirs, took);
+    }
     xp_tl_fini();
     xp_finalize();
     return xp_test_result();
