@@ -353,6 +353,11 @@ static inline int xp_shm_ring_take_gated(xp_shm_ring_t *ring, xp_tl_recv_fn fn, 
         if (gate && xp_shm_ring_pending(gate))
             return XP_SHM_RING_GATED;
         xp_shm_packet_prefetch(ring, h, n);
+        /* The cell the next look reads, asked for while the handler runs
+         * (a stream's next packet is often written already): 8 B rate
+         * +0.3 M/s in the median, higher in 14 of 17 interleaved pairs,
+         * one-way the same (round 30). */
+        xp_prefetch_read(&ring->cells[(h + n) & mask]);
         fn(arg, src, p, len);
         xp_shm_ring_release(ring, h, (uint32_t)n);
         return 1;
