@@ -14,7 +14,7 @@
  *                --pause: a `pause` after each look, as Sandia OpenSHMEM's
  *                SHMEM_WAIT has on x86 (SPINLOCK_BODY); without it the loop
  *                only reads (a spin without pause leaves the loop later:
- *                a two-process /tmp program here, 0.060 against 0.049 us).
+ *                a two-process /tmp program here, 0.052-0.060 against 0.048-0.052 us).
  *
  * With --heap the flags lie in the shared heap (xp_shmalloc) and their LEs
  * count nothing (OpenSHMEM's hard polling on a heap the library maps): the

@@ -38,7 +38,6 @@
 #include "util/log.h"
 
 #define BOUNCE_HDR 64u      /* the done word and the cookie, alone on their line */
-#define BOUNCE_LIST 1024u   /* outstanding blocks at most (a power of two) */
 #define BOUNCE_CAP_DIV 4u   /* outstanding blocks take at most heap size / this */
 #define BOUNCE_MAGIC 0x58504f554e434531ull /* "XPOUNCE1" */
 
@@ -65,14 +64,20 @@ static size_t bounce_limit(const shm_tl_t *s, int *single)
     return s->heap.base ? max : 0;
 }
 
+/* Serve blocks up to max bytes (0: none): their list, or no blocks at all
+ * where it cannot be allocated. */
+static void blocks_on(xp_shm_bounce_t *b, size_t max)
+{
+    b->list = max ? calloc(XP_SHM_BOUNCE_LIST, sizeof(*b->list)) : NULL;
+    b->max = b->list ? max : 0;
+}
+
 void xp_shm_bounce_init(shm_tl_t *s)
 {
     xp_shm_bounce_t *b = &s->bounce;
     pthread_mutex_init(&b->lock, NULL);
-    b->max = bounce_limit(s, &b->single);
     b->cap = s->heap.size / BOUNCE_CAP_DIV;
-    if (b->max && !(b->list = calloc(BOUNCE_LIST, sizeof(*b->list))))
-        b->max = 0;
+    blocks_on(b, bounce_limit(s, &b->single));
 }
 
 void xp_shm_bounce_mid(shm_tl_t *s, size_t verdict)
@@ -81,8 +86,7 @@ void xp_shm_bounce_mid(shm_tl_t *s, size_t verdict)
     size_t max = xp_shm_mid_bounce_limit();
     if (!max || b->max || !s->heap.base || verdict < XP_SHM_PROBE_MAX)
         return;
-    if ((b->list = calloc(BOUNCE_LIST, sizeof(*b->list))))
-        b->max = max;
+    blocks_on(b, max);
     xp_debug("shm: bounce blocks up to %zu bytes (the eager probe's verdict)", b->max);
 }
 
@@ -103,7 +107,7 @@ void xp_shm_bounce_fini(shm_tl_t *s)
 
 static xp_shm_bounce_blk_t *at(xp_shm_bounce_t *b, uint32_t pos)
 {
-    return &b->list[pos & (BOUNCE_LIST - 1)];
+    return &b->list[pos & (XP_SHM_BOUNCE_LIST - 1)];
 }
 
 /* Read, or never to be read (its reader is dead), and no longer written:
@@ -150,7 +154,7 @@ static void sweep_all(shm_tl_t *s)
 /* Room for one more block of `size` bytes now (b->lock held). */
 static int room(const xp_shm_bounce_t *b, size_t size)
 {
-    return b->tail - b->head < BOUNCE_LIST && size <= b->cap - b->bytes;
+    return b->tail - b->head < XP_SHM_BOUNCE_LIST && size <= b->cap - b->bytes;
 }
 
 void *xp_shm_bounce_alloc(xp_tl_t *tl, int rank, size_t len)

@@ -66,7 +66,9 @@ typedef struct rx_lane {
     xp_shm_ring_t *ring, *gate;
 } rx_lane_t;
 
-/* Our outstanding bounce blocks (shm_bounce.c). */
+/* Our outstanding bounce blocks (shm_bounce.c): at most XP_SHM_BOUNCE_LIST
+ * (a power of two) at a time. */
+#define XP_SHM_BOUNCE_LIST 1024u
 typedef struct xp_shm_bounce_blk {
     unsigned char *blk;
     size_t size;           /* heap bytes it takes */

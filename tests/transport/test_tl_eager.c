@@ -56,10 +56,9 @@ void *aligned_alloc(size_t align, size_t size)
 /* MP_EAGER_FAIL_ALLOC=3: this executable's calloc refuses the bounce
  * blocks' list. (posix_memalign, which libc and the sanitizers pair with
  * free: gcc would make malloc + memset a call of calloc.) */
-#define BOUNCE_LIST 1024u /* shm_bounce.c's */
 void *calloc(size_t n, size_t size)
 {
-    if ((fail_probe_alloc == 3 && n == BOUNCE_LIST && size == sizeof(xp_shm_bounce_blk_t)) ||
+    if ((fail_probe_alloc == 3 && n == XP_SHM_BOUNCE_LIST && size == sizeof(xp_shm_bounce_blk_t)) ||
         (size && n > SIZE_MAX / size))
         return NULL;
     size_t bytes = n * size;
