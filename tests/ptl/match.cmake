@@ -62,3 +62,22 @@ if(XP_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/c2c_probe.c)
   set_tests_properties(bench_smoke_c2c_probe_ring_far PROPERTIES TIMEOUT 20 LABELS "bench"
                        PASS_REGULAR_EXPRESSION "state=far ring_ns=[0-9.]+")
 endif()
+# The bare ring's costs (ring_stream): each mode runs and reports, and a bad
+# command line is refused (exit 2).
+if(XP_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/ring_stream.c)
+  set(_xp_ring_smoke
+    "stream|--packets 20000 --reps 2 --extra-stores 8"
+    "noreader|--packets 20000 --reps 2 --no-reader"
+    "pingpong|--mode pingpong --packets 5000 --reps 2 --touch 2")
+  foreach(_spec ${_xp_ring_smoke})
+    string(REPLACE "|" ";" _parts "${_spec}")
+    list(GET _parts 0 _tag)
+    list(GET _parts 1 _argstr)
+    separate_arguments(_args UNIX_COMMAND "${_argstr}")
+    add_test(NAME bench_smoke_ring_stream_${_tag} COMMAND $<TARGET_FILE:ring_stream> ${_args})
+    set_tests_properties(bench_smoke_ring_stream_${_tag} PROPERTIES TIMEOUT 20 LABELS "bench"
+                         PASS_REGULAR_EXPRESSION "bench=ring_stream mode=[a-z]+ .*median_ns=[0-9.]+")
+  endforeach()
+  add_test(NAME bench_smoke_ring_stream_usage COMMAND $<TARGET_FILE:ring_stream> --cells 100)
+  set_tests_properties(bench_smoke_ring_stream_usage PROPERTIES TIMEOUT 20 LABELS "bench" WILL_FAIL TRUE)
+endif()
