@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_util.h"
+
 typedef struct {
     int    cpu[2];
     long   iters, samples;
@@ -68,34 +70,12 @@ typedef struct {
     volatile int        ready; /* 1: pinned and answering, -1: could not pin */
 } responder_t;
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int pin_self(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Answers odd values with the next even one until it sees UINT64_MAX - 1. */
 static void *respond(void *arg)
 {
     responder_t *r = arg;
     uint64_t expect = 1;
-    if (pin_self(r->opts->cpu[1]) != 0) {
+    if (probe_pin(r->opts->cpu[1]) != 0) {
         r->ready = -1;
         return NULL;
     }
@@ -108,7 +88,7 @@ static void *respond(void *arg)
             r->line->turn = v + 1;
             expect = v + 2;
         } else {
-            cpu_relax();
+            probe_relax();
         }
     }
 }
@@ -116,7 +96,7 @@ static void *respond(void *arg)
 /* Sends odd values and waits for the answers; *next is the next odd value. */
 static double sample_ns(const probe_opts_t *o, probe_line_t *line, uint64_t *next)
 {
-    double t0 = now_ns();
+    double t0 = probe_now_ns();
     for (long i = 0; i < o->iters; i++) {
         uint64_t v = *next;
         line->turn = v;
@@ -124,10 +104,8 @@ static double sample_ns(const probe_opts_t *o, probe_line_t *line, uint64_t *nex
             ;
         *next = v + 2;
     }
-    return (now_ns() - t0) / (2.0 * (double)o->iters);
+    return (probe_now_ns() - t0) / (2.0 * (double)o->iters);
 }
-
-static int cmp_double(const void *a, const void *b);
 
 /* One cell of the ring measurement: a sequence number alone on its line. */
 typedef struct {
@@ -149,7 +127,7 @@ typedef struct {
 static int ring_wait(const ring_cell_t *c, uint64_t n)
 {
     for (unsigned long spins = 1; c->seq != n; spins++) {
-        cpu_relax();
+        probe_relax();
         if ((spins & 0xfffff) == 0 && spins > (1ul << 26))
             return -1;
     }
@@ -160,7 +138,7 @@ static int ring_wait(const ring_cell_t *c, uint64_t n)
 static void ring_child(const probe_opts_t *o, ring_area_t *a)
 {
     uint64_t total = (uint64_t)(o->iters * RING_ITERS_X + RING_CELLS) * (uint64_t)o->samples;
-    if (pin_self(o->cpu[1]) != 0) {
+    if (probe_pin(o->cpu[1]) != 0) {
         a->ready = -1;
         _exit(1);
     }
@@ -190,7 +168,7 @@ static int ring_measure(const probe_opts_t *o, double *v)
     if (pid < 0)
         goto out;
     while (a->ready == 0)
-        cpu_relax();
+        probe_relax();
     if (a->ready > 0) {
         uint64_t n = 1;
         long iters = o->iters * RING_ITERS_X;
@@ -200,27 +178,21 @@ static int ring_measure(const probe_opts_t *o, double *v)
             /* A lap of the rings first: every cell's line back in place. */
             for (long i = -RING_CELLS; rc == 0 && i < iters; i++, n++) {
                 if (i == 0)
-                    t0 = now_ns();
+                    t0 = probe_now_ns();
                 a->out[n % RING_CELLS].seq = n;
                 rc = ring_wait(&a->back[n % RING_CELLS], n);
             }
-            v[s] = (now_ns() - t0) / (2.0 * (double)iters);
+            v[s] = (probe_now_ns() - t0) / (2.0 * (double)iters);
         }
     }
     if (rc != 0)
         kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     if (rc == 0)
-        qsort(v, (size_t)o->samples, sizeof(*v), cmp_double);
+        qsort(v, (size_t)o->samples, sizeof(*v), probe_cmp_double);
 out:
     munmap(a, sizeof(*a));
     return rc;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void usage(const char *prog)
@@ -285,7 +257,7 @@ static int measure(const probe_opts_t *o, probe_line_t *line, double *v)
     uint64_t next = 1;
 
     line->turn = 0;
-    if (pin_self(o->cpu[0]) != 0) {
+    if (probe_pin(o->cpu[0]) != 0) {
         fprintf(stderr, "c2c_probe: cannot run on CPU %d\n", o->cpu[0]);
         return 1;
     }
@@ -294,7 +266,7 @@ static int measure(const probe_opts_t *o, probe_line_t *line, double *v)
         return 1;
     }
     while (r.ready == 0)
-        cpu_relax();
+        probe_relax();
     if (r.ready < 0) {
         pthread_join(tid, NULL);
         fprintf(stderr, "c2c_probe: cannot run on CPU %d\n", o->cpu[1]);
@@ -304,7 +276,7 @@ static int measure(const probe_opts_t *o, probe_line_t *line, double *v)
         v[s] = sample_ns(o, line, &next);
     line->turn = UINT64_MAX - 1;
     pthread_join(tid, NULL);
-    qsort(v, (size_t)o->samples, sizeof(*v), cmp_double);
+    qsort(v, (size_t)o->samples, sizeof(*v), probe_cmp_double);
     return 0;
 }
 

@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_util.h"
+
 typedef struct {
     int pingpong, reader, cell_stores, extra_stores, cpu[2];
     long packets, cells, touch, reps;
@@ -60,34 +62,12 @@ typedef struct {
     _Alignas(64) rs_cell_t cells[];  /* 2 * opts->cells */
 } rs_area_t;
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int pin(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof(set), &set);
-}
-
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Waits (a pause per look) until cell c carries n; -1 after ~a second
  * of looks without it (the other process is gone). */
 static int wait_cell(const rs_cell_t *c, uint64_t n)
 {
     for (unsigned long spins = 1; __atomic_load_n(&c->w[0], __ATOMIC_ACQUIRE) != n; spins++) {
-        relax();
+        probe_relax();
         if ((spins & 0xfffff) == 0 && spins > (1ul << 26))
             return -1;
     }
@@ -119,7 +99,7 @@ static void child(const rs_opts_t *o, rs_area_t *a)
     rs_cell_t *in = a->cells, *out = a->cells + o->cells;
     uint64_t total = ((uint64_t)o->packets + (uint64_t)o->cells) * (uint64_t)o->reps;
     uint64_t mask = (uint64_t)o->cells - 1, sum = 0;
-    if (pin(o->cpu[1]) != 0) {
+    if (probe_pin(o->cpu[1]) != 0) {
         a->ready = -1;
         _exit(1);
     }
@@ -149,7 +129,7 @@ static double run_once(const rs_opts_t *o, rs_area_t *a, uint64_t *next)
     for (long i = -o->cells; i < o->packets; i++) {
         uint64_t n = (*next)++;
         if (i == 0)
-            t0 = now_ns();
+            t0 = probe_now_ns();
         if (o->pingpong) {
             put_packet(o, out, n, n - 1, own);
             if (wait_cell(&in[n & mask], n) != 0)
@@ -165,17 +145,11 @@ static double run_once(const rs_opts_t *o, rs_area_t *a, uint64_t *next)
     }
     /* A stream ends when the reader has taken the last packet. */
     for (unsigned long spins = 1; !o->pingpong && o->reader && a->head != *next - 1; spins++) {
-        relax();
+        probe_relax();
         if ((spins & 0xfffff) == 0 && spins > (1ul << 26))
             return -1;
     }
-    return (now_ns() - t0) / (double)o->packets / (o->pingpong ? 2.0 : 1.0);
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    return (probe_now_ns() - t0) / (double)o->packets / (o->pingpong ? 2.0 : 1.0);
 }
 
 static void usage(const char *prog)
@@ -256,7 +230,7 @@ int main(int argc, char **argv)
         return 1;
     }
     memset(a, 0, bytes); /* no page faults in the samples; no word is a sequence number */
-    if (pin(o.cpu[0]) != 0) {
+    if (probe_pin(o.cpu[0]) != 0) {
         fprintf(stderr, "ring_stream: cannot run on CPU %d\n", o.cpu[0]);
         return 1;
     }
@@ -266,7 +240,7 @@ int main(int argc, char **argv)
         if (pid == 0)
             child(&o, a);
         while (pid > 0 && a->ready == 0)
-            relax();
+            probe_relax();
         if (pid < 0 || a->ready < 0) {
             fprintf(stderr, "ring_stream: no reader on CPU %d\n", o.cpu[1]);
             rc = 1;
@@ -284,7 +258,7 @@ int main(int argc, char **argv)
         waitpid(pid, &status, 0);
     }
     if (rc == 0) {
-        qsort(v, (size_t)o.reps, sizeof(*v), cmp_double);
+        qsort(v, (size_t)o.reps, sizeof(*v), probe_cmp_double);
         printf("bench=ring_stream mode=%s cells=%ld cell_stores=%d extra_stores=%d touch=%ld "
                "reader=%d packets=%ld reps=%ld median_ns=%.1f min_ns=%.1f\n",
                o.pingpong ? "pingpong" : "stream", o.cells, o.cell_stores, o.extra_stores,
