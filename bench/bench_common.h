@@ -611,8 +611,9 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
                 }
                 count += (uint64_t)b->window;
                 if (b->rank == 0) {
-                    /* (Two clock reads per window: timed from BENCH_ISSUE_MIN
-                     * puts up, where they cost under 1 % of the window.) */
+                    /* (Two clock reads per window, tens of ns: timed only
+                     * from BENCH_ISSUE_MIN puts up, where they weigh little
+                     * against the window's puts.) */
                     double ti = b->window >= BENCH_ISSUE_MIN ? bench_now_us() : 0;
                     for (long w = 0; w < b->window; w++)
                         BENCH_CHECK(PtlPut(md, off, size, PTL_CT_ACK_REQ, bench_peer(1), pt, 0,
