@@ -26,6 +26,8 @@
 #include <xportals/shmem.h>
 #include <xportals/xp.h>
 
+#include "probe_util.h"
+
 /* Portal table index of the barrier on its non-matching NI. */
 #define BENCH_BARRIER_PT 63
 
@@ -72,9 +74,7 @@ static inline void bench_die(const char *what, int rc)
 
 static inline double bench_now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+    return probe_now_ns() * 1e-3;
 }
 
 /* ------------------------------------------------------------ statistics */
@@ -83,19 +83,13 @@ typedef struct {
     double median, min, p90;
 } bench_stats_t;
 
-static inline int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sorts v. */
 static inline bench_stats_t bench_stats(double *v, long n)
 {
     bench_stats_t s = { 0, 0, 0 };
     if (n <= 0)
         return s;
-    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
+    qsort(v, (size_t)n, sizeof(*v), probe_cmp_double);
     s.median = v[n / 2];
     s.min = v[0];
     s.p90 = v[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
@@ -132,18 +126,6 @@ static inline long bench_parse_long(const char *s)
     char *end;
     long v = strtol(s, &end, 0);
     return *end || v < 0 ? -1 : v;
-}
-
-/* The CPU's spin-wait hint (x86 `pause`), for loops that wait on memory. */
-static inline void bench_cpu_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#else
-    __asm__ __volatile__("" ::: "memory");
-#endif
 }
 
 /* Whether option `a` is one that `extra` (the benchmark's usage text past
@@ -604,6 +586,10 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
             iters = 3;
         for (long r = 0; r < b->reps; r++) {
             double t0 = 0, issue = 0;
+            /* (Two clock reads per window, tens of ns: timed only from
+             * BENCH_ISSUE_MIN puts up, where they weigh little against
+             * the window's puts.) */
+            int timed = b->rank == 0 && b->window >= BENCH_ISSUE_MIN;
             for (long i = 0; i < b->warmup + iters; i++) {
                 if (i == b->warmup) {
                     t0 = bench_now_us();
@@ -611,14 +597,11 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
                 }
                 count += (uint64_t)b->window;
                 if (b->rank == 0) {
-                    /* (Two clock reads per window, tens of ns: timed only
-                     * from BENCH_ISSUE_MIN puts up, where they weigh little
-                     * against the window's puts.) */
-                    double ti = b->window >= BENCH_ISSUE_MIN ? bench_now_us() : 0;
+                    double ti = timed ? bench_now_us() : 0;
                     for (long w = 0; w < b->window; w++)
                         BENCH_CHECK(PtlPut(md, off, size, PTL_CT_ACK_REQ, bench_peer(1), pt, 0,
                                            roff, NULL, 0));
-                    if (b->window >= BENCH_ISSUE_MIN)
+                    if (timed)
                         issue += bench_now_us() - ti;
                     BENCH_CHECK(PtlCTWait(act, count, &ev));
                 } else {

@@ -1,7 +1,8 @@
 /*
- * bench/probe_util.h - what the stand-alone probes (c2c_probe, ring_stream)
- * share: they make no Portals call, so they do not include bench_common.h
- * (which pulls in portals4.h and the launcher's barrier).
+ * bench/probe_util.h - the clock, pinning, spin and sorting helpers every
+ * benchmark uses. The stand-alone probes (c2c_probe, ring_stream) include
+ * it alone: they make no Portals call, so not bench_common.h (which pulls in
+ * portals4.h and the launcher's barrier, and includes this).
  */
 #ifndef XP_BENCH_PROBE_UTIL_H
 #define XP_BENCH_PROBE_UTIL_H
@@ -25,11 +26,16 @@ static inline int probe_pin(int cpu)
     return sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* One pause per look of a spin, as the library's own waits. */
+/* The CPU's spin-wait hint (x86 `pause`), once per look of a loop that
+ * waits on memory, as the library's own waits. */
 static inline void probe_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
 #endif
 }
 

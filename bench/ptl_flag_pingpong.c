@@ -51,7 +51,7 @@ static void wait_flag(const flag_pp_t *f, uint64_t v, int by_ct)
     while (*f->flag != v) {
         if (!by_ct) {
             if (f->pause)
-                bench_cpu_pause();
+                probe_relax();
             continue;
         }
         BENCH_CHECK(PtlCTGet(f->ct, &c));
@@ -138,7 +138,7 @@ static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
     if (b->rank == 0) {
         long n = b->reps * iters;
         bench_stats_t st = bench_stats(v, b->reps);
-        qsort(rt, (size_t)n, sizeof(*rt), bench_cmp_double);
+        qsort(rt, (size_t)n, sizeof(*rt), probe_cmp_double);
         printf("bench=ptl_flag_pingpong wait=%s target=%s size=%zu iters=%ld reps=%ld "
                "median_us=%.3f min_us=%.3f p90_us=%.3f iter_p50_us=%.3f iter_p99_us=%.3f "
                "iter_max_us=%.1f pause=%d\n",
