@@ -30,7 +30,8 @@ usage: compare.sh [options]
   --cpus A,B      the two CPUs every candidate and the probe run on (default:
                   0,1, each launcher's own binding); on a machine with SMT or
                   several sockets, pick two cores of one socket that share no
-                  core (see lscpu -e)
+                  core (see lscpu -e). Not the ring: it runs 2 ranks per CPU
+                  of the machine, each launcher binding them to all its CPUs
   --progress LIST run Xportals once per XP_PROGRESS mode in LIST (e.g.
                   thread,inline), as candidates xportals*.MODE
   --mpi-src FILE  the MPI benchmark source (default: mpi/mpi_bench.c next to
@@ -116,13 +117,16 @@ note() { echo "# $*"; }
 
 # Iterations: the benchmarks' own defaults, fewer with --quick.
 if [ "$quick" = 1 ]; then
-    LAT_ITERS=2000 LAT_REPS=5 STREAM_REPS=3 MR_ITERS=100 TRIAL_TIMEOUT=30
+    LAT_ITERS=2000 LAT_REPS=5 STREAM_REPS=3 MR_ITERS=100 RING_ITERS=50 TRIAL_TIMEOUT=30
 else
-    LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 TRIAL_TIMEOUT=60
+    LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 RING_ITERS=200 TRIAL_TIMEOUT=60
 fi
+# The oversubscribed ring: two ranks per CPU (a busy-polling MPI takes a
+# scheduler slice per hop there, milliseconds, hence few laps).
+RING_NP=$((2 * $(nproc)))
 if [ "$full" = 1 ]; then LAT_SIZES="8 64 512 4096 16384 32768 65536 262144 1048576"; else LAT_SIZES="8"; fi
-if [ "$full" = 1 ]; then GET_SIZES="8 32768 262144 1048576"; BENCHES="lat bw bwoff msgrate fadd get"; else
-    GET_SIZES=""; BENCHES="lat bw bwoff msgrate fadd"; fi
+if [ "$full" = 1 ]; then GET_SIZES="8 32768 262144 1048576"; BENCHES="lat bw bwoff msgrate fadd ring get"; else
+    GET_SIZES=""; BENCHES="lat bw bwoff msgrate fadd ring"; fi
 BW_SIZES="1048576 4194304"
 # bwoff: the receive buffer 8 bytes into a line, the send buffer page-aligned
 # (glibc's and the kernel's `rep movsb` copy that relative alignment 10-27x
@@ -197,21 +201,25 @@ kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { p
 # Launchers: each runs 2 processes on CPUs 0 and 1 (--cpus: A and B) and
 # prints the program's output. XP_MODE: the XP_PROGRESS mode of this trial
 # (empty: the caller's environment). xprun binds rank i to the i-th CPU its
-# own affinity allows, so taskset picks the pair.
+# own affinity allows, so taskset picks the pair. With NP set (the ring), NP
+# processes bound round the machine's cores instead (Open MPI ignores taskset
+# and cannot put more ranks than CPUs on a --cpu-list).
 xp() {
-    timeout -k 5 "$TRIAL_TIMEOUT" ${cpus:+taskset -c "$cpus"} "$XPRUN" -n 2 \
+    local pin=${cpus:+taskset -c $cpus}
+    [ -z "${NP:-}" ] || pin=""
+    timeout -k 5 "$TRIAL_TIMEOUT" $pin "$XPRUN" -n "${NP:-2}" \
         ${XP_MODE:+-x XP_PROGRESS=$XP_MODE} "$XPBENCH/$1" "${@:2}"
 }
 mpich() {
     local bind=core
-    [ -z "$cpus" ] || bind=user:$cpus
-    timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to "$bind" -n 2 \
+    [ -z "$cpus" ] || [ -n "${NP:-}" ] || bind=user:$cpus
+    timeout -k 5 "$TRIAL_TIMEOUT" mpiexec.mpich -bind-to "$bind" -n "${NP:-2}" \
         "$workdir/mpi_bench.mpich" "$@"
 }
 openmpi() {
-    local bind=(--bind-to core)
-    [ -z "$cpus" ] || bind=(--cpu-list "$cpus" --bind-to cpu-list:ordered)
-    timeout -k 5 "$TRIAL_TIMEOUT" mpirun.openmpi -n 2 --allow-run-as-root --oversubscribe \
+    local bind=(--bind-to core:overload-allowed)
+    [ -z "$cpus" ] || [ -n "${NP:-}" ] || bind=(--cpu-list "$cpus" --bind-to cpu-list:ordered)
+    timeout -k 5 "$TRIAL_TIMEOUT" mpirun.openmpi -n "${NP:-2}" --allow-run-as-root --oversubscribe \
         "${bind[@]}" --mca pml ob1 --mca btl self,vader "$workdir/mpi_bench.openmpi" "$@"
 }
 
@@ -262,6 +270,9 @@ ucx_at() {
 #   fadd:    8-byte fetch-add round trip (µs), one operation at a time;
 #            xportals: a stack word through the target's ring and handler,
 #            xportals_heap: a word of its shared heap, applied directly
+#   ring:    µs per hop of an 8 B token passed round RING_NP ranks, two per
+#            CPU (more ranks than CPUs), each waiting in a blocking call
+#            (PtlCTWait, MPI_Recv); no UCX peer (ucx_perftest is two processes)
 #   get:     get round trip (µs), one operation at a time (--full only);
 #            xportals_heap: from the target's shared heap, copied directly
 impls_of() {
@@ -280,6 +291,7 @@ impls_of() {
     bwoff) echo "$x mpich openmpi" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
     fadd) echo "$x xportals_heap mpich openmpi ucx" ;;
+    ring) echo "$x mpich openmpi" ;;
     get) echo "$x xportals_heap mpich openmpi" ;;
     esac
 }
@@ -340,6 +352,9 @@ command_for() {
         xp ptl_atomic_lat --heap --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/mpich) mpich --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
     fadd/openmpi) openmpi --mode fadd --iters $LAT_ITERS --reps $LAT_REPS ;;
+    ring/xportals) NP=$RING_NP xp ring_bench --iters $RING_ITERS --reps $STREAM_REPS ;;
+    ring/mpich) NP=$RING_NP mpich --mode ring --iters $RING_ITERS --reps $STREAM_REPS ;;
+    ring/openmpi) NP=$RING_NP openmpi --mode ring --iters $RING_ITERS --reps $STREAM_REPS ;;
     get/xportals) xp ptl_get_lat $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     get/xportals_heap) # the target's buffer in its shared heap, its LE counting nothing
         xp ptl_get_lat --heap $(get_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
@@ -390,7 +405,7 @@ wanted_size() {
     bw) for s in $BW_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     bwoff) for s in $BWOFF_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     msgrate) [ "$2" = "$MR_SIZE" ] && return 0 ;;
-    fadd) [ "$2" = 8 ] && return 0 ;;
+    fadd | ring) [ "$2" = 8 ] && return 0 ;;
     get) for s in $GET_SIZES; do [ "$s" = "$2" ] && return 0; done ;;
     esac
     return 1
@@ -441,7 +456,7 @@ table() {
         else if (x == "") printf " %s %s | - |", pn, fmt(b, p)
         else printf " %s %s | %.2f |", pn, fmt(b, p), x / p
     }
-    function better(b, x, y) { return (b == "lat" || b == "fadd" || b == "get") ? x < y : x > y }
+    function better(b, x, y) { return (b == "lat" || b == "fadd" || b == "get" || b == "ring") ? x < y : x > y }
     function per_state(title, key,   q, pk) {
         printf "%s", title
         for (q = 1; q <= 5; q++) {
@@ -482,8 +497,9 @@ table() {
         title["bwoff"] = "bandwidth from malloc, the receiver'"'"'s data 8 bytes into a line, GB/s (higher is better)"
         title["msgrate"] = "message rate, M msgs/s (higher is better; ratio > 1: Xportals faster)"
         title["fadd"] = "fetch-add 8 B round trip, us (lower is better; ratio < 1: Xportals faster)"
+        title["ring"] = "8 B token ring, two ranks per CPU (oversubscribed), us per hop (lower is better; ratio < 1: Xportals faster)"
         title["get"] = "get round trip, us (lower is better; ratio < 1: Xportals faster; the MPIs read a shared window)"
-        no = split("lat bw bwoff msgrate fadd get", order, " ")
+        no = split("lat bw bwoff msgrate fadd ring get", order, " ")
         split("near far mixed busy unknown", states, " ")
         for (o = 1; o <= no; o++) {
             b = order[o]

@@ -23,13 +23,16 @@
  *   fadd          MPI_Fetch_and_op (MPI_SUM, uint64) + MPI_Win_flush from rank 0
  *                 to rank 1's window, round trip per operation (µs); rank 1
  *                 waits in MPI_Barrier (its progress serves emulated atomics)
+ *   ring          a token of --min-size bytes (MPI_Send / MPI_Recv) passed
+ *                 round all the ranks (any number from 2: run with more ranks
+ *                 than CPUs to see the oversubscribed case), µs per hop
  *   get           MPI_Get + MPI_Win_flush of --min-size .. --max-size bytes
  *                 from rank 1's window into rank 0's buffer, round trip per
  *                 operation (µs); rank 1 waits in MPI_Barrier. The window is
  *                 MPI_Win_allocate memory (shared between the processes by
  *                 both MPIs here), so this is a copy from mapped memory
  *
- * Output: one key=value line per size from rank 0, e.g.
+ * Output: one key=value line per size from rank 0 (ring: np=N as well), e.g.
  *   bench=mpi_pingpong size=8 iters=10000 reps=11 median_us=0.101 min_us=... p90_us=...
  */
 #include <mpi.h>
@@ -39,7 +42,9 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE, MODE_FADD, MODE_GET } mode_t_;
+typedef enum {
+    MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE, MODE_FADD, MODE_GET, MODE_RING
+} mode_t_;
 
 typedef struct {
     mode_t_ mode;
@@ -82,7 +87,7 @@ static stats_t stats_of(double *v, long n)
 static void usage(const char *prog)
 {
     fprintf(stderr,
-            "usage: %s --mode pingpong|put_pingpong|bw|msgrate|fadd|get [--min-size B] [--max-size B]\n"
+            "usage: %s --mode pingpong|put_pingpong|bw|msgrate|fadd|get|ring [--min-size B] [--max-size B]\n"
             "          [--size B] [--iters N] [--warmup N] [--reps N] [--window N]\n"
             "          [--offset B] [--roffset B] (pingpong, bw, msgrate: the sent data starts B\n"
             "          bytes into its page-aligned buffer, the received --roffset, default --offset)\n"
@@ -114,6 +119,10 @@ static void set_defaults(opts_t *o)
         o->min_size = 8, o->max_size = 8, o->iters = 10000, o->warmup = 100, o->reps = 11;
         o->window = 1;
         break;
+    case MODE_RING: /* ring_bench's */
+        o->min_size = 8, o->max_size = 8, o->iters = 2000, o->warmup = 50, o->reps = 5;
+        o->window = 1;
+        break;
     case MODE_BW:
         o->min_size = 8, o->max_size = 4 << 20, o->iters = 200, o->warmup = 5, o->reps = 5;
         o->window = 64;
@@ -140,6 +149,7 @@ static void parse(opts_t *o, int argc, char **argv)
     else if (!strcmp(mode, "msgrate")) o->mode = MODE_MSGRATE;
     else if (!strcmp(mode, "fadd")) o->mode = MODE_FADD;
     else if (!strcmp(mode, "get")) o->mode = MODE_GET;
+    else if (!strcmp(mode, "ring")) o->mode = MODE_RING;
     else usage(argv[0]);
     set_defaults(o);
     o->roffset = -1;
@@ -168,7 +178,8 @@ static void parse(opts_t *o, int argc, char **argv)
         o->roffset = o->offset;
     /* (The window modes put into and get from a window's start.) */
     if ((o->offset || o->roffset) &&
-        (o->mode == MODE_PUT_PINGPONG || o->mode == MODE_FADD || o->mode == MODE_GET))
+        (o->mode == MODE_PUT_PINGPONG || o->mode == MODE_FADD || o->mode == MODE_GET ||
+         o->mode == MODE_RING))
         usage(argv[0]);
     if (o->offset >= 4096 || o->roffset >= 4096)
         usage(argv[0]);
@@ -210,6 +221,25 @@ static double pingpong_once(const opts_t *o, size_t size, long iters)
         }
     }
     return (now_us() - t0) / (2.0 * (double)iters);
+}
+
+/* µs per hop of a token passed 0 -> 1 -> .. -> size-1 -> 0, as ring_bench. */
+static double ring_once(const opts_t *o, size_t size, long iters)
+{
+    int next = (o->rank + 1) % o->size, prev = (o->rank + o->size - 1) % o->size;
+    double t0 = 0;
+    for (long i = 0; i < o->warmup + iters; i++) {
+        if (i == o->warmup)
+            t0 = now_us();
+        if (o->rank == 0) {
+            MPI_Send(o->sbuf, (int)size, MPI_BYTE, next, 4, MPI_COMM_WORLD);
+            MPI_Recv(o->rbuf, (int)size, MPI_BYTE, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(o->rbuf, (int)size, MPI_BYTE, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(o->sbuf, (int)size, MPI_BYTE, next, 4, MPI_COMM_WORLD);
+        }
+    }
+    return (now_us() - t0) / ((double)iters * (double)o->size);
 }
 
 /* ------------------------------------------------------------ put + flush */
@@ -350,6 +380,7 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
     const char *name = o->mode == MODE_PINGPONG       ? "mpi_pingpong"
                        : o->mode == MODE_PUT_PINGPONG ? "mpi_put_pingpong"
                        : o->mode == MODE_GET          ? "mpi_get"
+                       : o->mode == MODE_RING         ? "mpi_ring"
                                                       : "mpi_fadd";
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         long iters = iters_for(o, size);
@@ -361,14 +392,17 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
                 v[r] = put_pingpong_once(o, w, size, iters);
             else if (o->mode == MODE_GET)
                 v[r] = get_once(o, w, size, iters);
+            else if (o->mode == MODE_RING)
+                v[r] = ring_once(o, size, iters);
             else
                 v[r] = fadd_once(o, w, iters);
         }
         if (o->rank == 0) {
             stats_t st = stats_of(v, o->reps);
-            printf("bench=%s size=%zu iters=%ld reps=%ld median_us=%.3f min_us=%.3f "
+            printf("bench=%s np=%d size=%zu iters=%ld reps=%ld median_us=%.3f min_us=%.3f "
                    "p90_us=%.3f offset=%ld roffset=%ld\n",
-                   name, size, iters, o->reps, st.median, st.min, st.p90, o->offset, o->roffset);
+                   name, o->size, size, iters, o->reps, st.median, st.min, st.p90, o->offset,
+                   o->roffset);
             fflush(stdout);
         }
     }
@@ -445,9 +479,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &o.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &o.size);
     parse(&o, argc, argv);
-    if (o.size != 2) {
+    if (o.mode == MODE_RING ? o.size < 2 : o.size != 2) {
         if (o.rank == 0)
-            fprintf(stderr, "mpi_bench: needs exactly 2 processes\n");
+            fprintf(stderr, "mpi_bench: needs exactly 2 processes (ring: 2 or more)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     o.sbuf = alloc_buf(put_len(o.max_size) + (size_t)o.offset);

@@ -202,6 +202,9 @@ typedef struct xp_ptl_state {
     uint32_t active_phases;        /* active phases begun (plain increments: progress.c) */
     int poll_yield;                /* more local ranks than CPUs: idle looks yield (progress.c) */
     uint32_t idle_looks;           /* idle non-blocking looks since the last yield (plain) */
+    uint64_t yield_ns;             /* oversubscribed: a wait's yielding phase (progress.c) */
+    uint32_t yield_skip;           /* waits left that skip it, and the next such pause */
+    uint32_t yield_backoff;        /*   after a slow yield (plain; progress.c) */
     int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
     int app_db_sleepers;           /* of those, asleep on the doorbell (no progress thread) */
     int app_parked;                /* of those, asleep on app_word (thread progress) */

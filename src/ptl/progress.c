@@ -374,7 +374,12 @@ int xp_ptl_may_park(const xp_ptl_state_t *st)
 void xp_ptl_active_begin(xp_ptl_active_t *a)
 {
     xp_ptl_state_t *st = a->st;
-    a->spins = xp_tl_spin_count() * 4 + 1;
+    /* With a yield phase to come (oversubscribed), one look: a spin holds
+     * the CPU the rank we wait for may need (ring_bench -n 4 on 2 CPUs:
+     * 2.6-2.8 us per hop after 65 looks, 1.4-1.7 after one). */
+    a->spins = st->yield_ns && !__atomic_load_n(&st->yield_skip, __ATOMIC_RELAXED)
+                   ? 1
+                   : xp_tl_spin_count() * 4 + 1;
     a->counted = __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE);
     /* Active phase: this thread polls; the progress thread parks (it only
      * asks whether someone spins: no ordering needed, a store will do). */
@@ -404,6 +409,62 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
     return xp_ptl_wait_inline(pred, arm, arg, deadline_ns);
 }
 
+/* With more local ranks than CPUs, the rank a waiter waits for often needs
+ * this very CPU, and a futex sleep and its cross-CPU wake-up made each hop of
+ * a 4-rank ring on 2 CPUs (ring_bench -n 4) cost 25-37 us here. So before it
+ * sleeps, a waiter polls on for up to st->yield_ns (XP_OVERSUB_YIELD_US) with
+ * a sched_yield before each look: the CPU goes to whoever is runnable, and
+ * the waiter is back within a context switch once nobody else is (2.1-2.3 us
+ * per hop). Bounded, so a rank left waiting still sleeps and costs nothing.
+ * But a rank that computes beside us keeps the CPU a yield gives it for a
+ * whole scheduler slice, while a sleeper's wake-up preempts it: a yield that
+ * took over YIELD_SLOW_NS ends the phase and the next waits sleep at once,
+ * 1, 2, 4 .. YIELD_BACKOFF_MAX of them before the phase is tried again (a
+ * ping-pong beside computing ranks, inline: 0.54 us one way when sleeping,
+ * 276 with a yield phase every wait). Returns -1 when pred held, else why
+ * the phase ended, as the spin's. */
+#define YIELD_SLOW_NS 500000u
+#define YIELD_BACKOFF_MAX 1024u
+
+static int yield_phase(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns,
+                       xp_ptl_active_t *a)
+{
+    xp_ptl_state_t *st = a->st;
+    uint32_t skip = __atomic_load_n(&st->yield_skip, __ATOMIC_RELAXED);
+    if (skip) {
+        __atomic_store_n(&st->yield_skip, skip - 1, __ATOMIC_RELAXED);
+        return XP_PTL_SPUN;
+    }
+    uint64_t now = xp_time_ns(), end = now + st->yield_ns;
+    for (;;) {
+        sched_yield();
+        uint64_t then = now;
+        now = xp_time_ns();
+        int held;
+        while (!(held = pred(arg)) && xp_ptl_poll_inline(st) > 0)
+            ; /* no yield between looks that handle packets */
+        if (!held)
+            held = pred(arg);
+        if (now - then > YIELD_SLOW_NS) {
+            uint32_t b = __atomic_load_n(&st->yield_backoff, __ATOMIC_RELAXED);
+            b = b == 0 ? 1 : b < YIELD_BACKOFF_MAX ? b * 2 : b;
+            __atomic_store_n(&st->yield_backoff, b, __ATOMIC_RELAXED);
+            __atomic_store_n(&st->yield_skip, b, __ATOMIC_RELAXED);
+            return held ? -1 : XP_PTL_SPUN;
+        }
+        if (held) {
+            __atomic_store_n(&st->yield_backoff, 0, __ATOMIC_RELAXED);
+            return -1;
+        }
+        if (__atomic_load_n(&st->abort_gen, __ATOMIC_ACQUIRE) != a->gen)
+            return XP_PTL_SPIN_ABORT;
+        if (now >= deadline_ns)
+            return XP_PTL_SPIN_TIMEOUT;
+        if (now >= end)
+            return XP_PTL_SPUN;
+    }
+}
+
 xp_status_t xp_ptl_wait_rest(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
                              uint64_t deadline_ns, xp_ptl_active_t *a, int why)
 {
@@ -411,6 +472,13 @@ xp_status_t xp_ptl_wait_rest(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
     wait_ctx_t w = { pred, arm, arg, a->gen, st, 0 };
     xp_status_t rc = XP_OK;
 
+    if (why == XP_PTL_SPUN && st->yield_ns) {
+        why = yield_phase(pred, arg, deadline_ns, a);
+        if (why < 0) {
+            xp_ptl_active_end(a);
+            return XP_OK;
+        }
+    }
     if (why != XP_PTL_SPUN) {
         xp_ptl_active_end(a);
         rc = why == XP_PTL_SPIN_TIMEOUT ? XP_ERR_TIMEOUT : XP_OK;
@@ -638,7 +706,7 @@ static int runtime_poll_hook(void)
 static void progress_thread_sleep_mode(xp_ptl_state_t *st)
 {
     cpu_set_t set;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long ncpu = xp_tl_node_cpus();
     int spare = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2 &&
                 ncpu >= 2 && (long)xp_local_size() * 2 <= ncpu;
     int oversubscribed = xp_tl_oversubscribed();
@@ -654,6 +722,7 @@ xp_status_t xp_ptl_progress_start(void)
     if (!st->asym_fence)
         __atomic_store_n(&st->asym_fence, asym_fence_register(), __ATOMIC_SEQ_CST);
     st->poll_yield = xp_tl_oversubscribed();
+    st->yield_ns = st->poll_yield ? (uint64_t)xp_config()->oversub_yield_us * 1000u : 0;
     if (xp_config()->progress != 0) { /* "inline" */
         __atomic_store_n(&xp_ctx.runtime_wait_hook, runtime_wait_hook, __ATOMIC_RELEASE);
         __atomic_store_n(&xp_ctx.runtime_poll_hook, runtime_poll_hook, __ATOMIC_RELEASE);

@@ -180,9 +180,15 @@ static void build_routes(struct xp_tl_state *st)
     }
 }
 
+long xp_tl_node_cpus(void)
+{
+    long set = xp_config()->node_cpus;
+    return set > 0 ? set : sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 int xp_tl_oversubscribed(void)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long ncpu = xp_tl_node_cpus();
     return ncpu > 0 && xp_local_size() > ncpu;
 }
 
@@ -194,7 +200,7 @@ static long choose_spins(void)
     if (!xp_ctx.config_set[XP_CFG_IDX_spin_count] && xp_tl_oversubscribed() &&
         spins > TL_OVERSUB_SPINS) {
         xp_info("%d local ranks on %ld CPUs: waiters spin %d polls before sleeping",
-                xp_local_size(), sysconf(_SC_NPROCESSORS_ONLN), TL_OVERSUB_SPINS);
+                xp_local_size(), xp_tl_node_cpus(), TL_OVERSUB_SPINS);
         spins = TL_OVERSUB_SPINS;
     }
     return spins;

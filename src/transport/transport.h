@@ -405,9 +405,11 @@ xp_status_t xp_tl_wait_spin(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns
  * packet; an xp_tl_wait must follow a nap that ends with pred false.
  * Returns pred(arg) at the end. */
 int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns);
-/* Whether the node runs more local ranks than online CPUs. (Not this
- * process's affinity mask: launchers such as xprun bind each rank to one
- * CPU.) */
+/* The CPUs the node's ranks share: XP_NODE_CPUS (xprun sets it to the CPUs
+ * of its own mask, which it binds ranks to), else the online CPUs. Not this
+ * process's affinity mask: launchers such as xprun bind each rank to one. */
+long xp_tl_node_cpus(void);
+/* Whether the node runs more local ranks than xp_tl_node_cpus(). */
 int xp_tl_oversubscribed(void);
 /* Polls a waiter should spin before sleeping: XP_SPIN_COUNT, or far fewer
  * when the node runs more local ranks than this process has CPUs (unless

@@ -29,6 +29,14 @@ XP_CONFIG_VAR(malloc_hugepages, BOOL, "XP_MALLOC_HUGEPAGES", "1", 0, 0, "",
 XP_CONFIG_VAR(spin_count, INT, "XP_SPIN_COUNT", "2000", 0, 100000000, "",
               "Polls that find nothing before a waiting thread sleeps on a futex (the progress "
               "thread spins only where a CPU is likely spare for it)")
+XP_CONFIG_VAR(node_cpus, INT, "XP_NODE_CPUS", "0", 0, 1048576, "",
+              "CPUs that the node's ranks share, against which the library tells whether the "
+              "node runs more ranks than CPUs (0: the online CPUs; xprun sets it to the CPUs it "
+              "may run ranks on, unless set)")
+XP_CONFIG_VAR(oversub_yield_us, INT, "XP_OVERSUB_YIELD_US", "500", 0, 1000000, "",
+              "With more local ranks than CPUs: microseconds a waiting thread that found nothing "
+              "in its spin keeps polling, yielding its CPU after each look, before it sleeps on a "
+              "futex (a waited-for rank on the same CPU runs at once; 0: sleep after the spin)")
 XP_CONFIG_VAR(accel_cuda, ENUM, "XP_ACCEL_CUDA", "auto", 0, 0, "off|auto",
               "Load the CUDA agent plugin when a CUDA agent is requested or the process uses CUDA (auto), or never (off)")
 XP_CONFIG_VAR(accel_plugin_dir, STRING, "XP_ACCEL_PLUGIN_DIR", "", 0, 0, "",

@@ -34,11 +34,13 @@ if(TARGET xprun)
   xp_mp_test(mp_idle NP 2 SUFFIX _inline TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
 endif()
 # More ranks than CPUs (4 ranks; 2 CPUs here): a token ring of puts with
-# blocking waits takes microseconds per hop, both progress modes
+# blocking waits takes microseconds per hop, both progress modes, and a
+# timed wait ends at its timeout, within the waiters' yield phase or after it
 # (mp_ring_oversub.c). Serial: its bound is on time with the machine's CPUs.
 if(TARGET xprun)
   xp_mp_test(mp_ring_oversub NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_ring_oversub.c
              LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
-  xp_mp_test(mp_ring_oversub NP 4 SUFFIX _inline TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
+  xp_mp_test(mp_ring_oversub NP 4 SUFFIX _inline TIMEOUT 60 LABELS ptl
+             ENV XP_PROGRESS=inline XP_OVERSUB_YIELD_US=200000)
   set_tests_properties(mp_ring_oversub_np4 mp_ring_oversub_inline_np4 PROPERTIES RUN_SERIAL TRUE)
 endif()

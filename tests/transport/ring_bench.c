@@ -37,7 +37,9 @@ int main(int argc, char **argv)
         v[r] = (bench_now_us() - t0) / (double)b.iters / b.size;
     }
     bench_stats_t s = bench_stats(v, b.reps);
-    if (b.rank == 0) printf("bench=ring np=%d hop_median_us=%.3f min_us=%.3f\n", b.size, s.median, s.min);
+    if (b.rank == 0)
+        printf("bench=ring np=%d size=8 iters=%ld reps=%ld median_us=%.3f min_us=%.3f\n", b.size,
+               b.iters, b.reps, s.median, s.min);
     bench_fini(&b);
     return 0;
 }
