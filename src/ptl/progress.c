@@ -484,7 +484,15 @@ xp_status_t xp_ptl_wait_rest(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
         rc = why == XP_PTL_SPIN_TIMEOUT ? XP_ERR_TIMEOUT : XP_OK;
         goto check;
     }
-    if (can_park(st)) {
+    /* With more ranks than CPUs, not on app_word but on the doorbell, as
+     * without a progress thread: a rank computing on our CPU keeps it for
+     * its slice against each wake-up (EEVDF), and parking takes two of them
+     * per packet, the progress thread's and then ours (a ping-pong beside
+     * computing ranks, 4 ranks on 2 CPUs, mp_beside_compute: 720-920 us one
+     * way; 58-214 us woken by the packet itself, inline 0.6-152). Large
+     * copies, which parking keeps from competing with us, are not split
+     * there anyway. */
+    if (can_park(st) && !st->poll_yield) {
         if (a->counted)
             end_active(st, a);
         rc = park_app(&w, deadline_ns);

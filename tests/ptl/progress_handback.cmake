@@ -44,3 +44,12 @@ if(TARGET xprun)
              ENV XP_PROGRESS=inline XP_OVERSUB_YIELD_US=200000)
   set_tests_properties(mp_ring_oversub_np4 mp_ring_oversub_inline_np4 PROPERTIES RUN_SERIAL TRUE)
 endif()
+# More ranks than CPUs and two of them computing: the other two ping-pong in
+# microseconds, woken once per packet (mp_beside_compute.c). Serial: its
+# bound is on time with the machine's CPUs.
+if(TARGET xprun)
+  xp_mp_test(mp_beside_compute NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_beside_compute.c
+             LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+  xp_mp_test(mp_beside_compute NP 4 SUFFIX _inline TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
+  set_tests_properties(mp_beside_compute_np4 mp_beside_compute_inline_np4 PROPERTIES RUN_SERIAL TRUE)
+endif()
