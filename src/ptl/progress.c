@@ -374,10 +374,12 @@ int xp_ptl_may_park(const xp_ptl_state_t *st)
 void xp_ptl_active_begin(xp_ptl_active_t *a)
 {
     xp_ptl_state_t *st = a->st;
-    /* With a yield phase to come (oversubscribed), one look: a spin holds
-     * the CPU the rank we wait for may need (ring_bench -n 4 on 2 CPUs:
-     * 2.6-2.8 us per hop after 65 looks, 1.4-1.7 after one). */
-    a->spins = st->yield_ns && !__atomic_load_n(&st->yield_skip, __ATOMIC_RELAXED)
+    /* With a yield phase to come (oversubscribed) and others to yield to,
+     * one look: a spin holds the CPU the rank we wait for may need
+     * (ring_bench -n 4 on 2 CPUs: 2.6-2.8 us per hop after 65 looks, 1.4-1.7
+     * after one). */
+    a->spins = st->yield_ns && !__atomic_load_n(&st->yield_skip, __ATOMIC_RELAXED) &&
+                       !__atomic_load_n(&st->yield_alone, __ATOMIC_RELAXED)
                    ? 1
                    : xp_tl_spin_count() * 4 + 1;
     a->counted = __atomic_load_n(&st->progress_running, __ATOMIC_ACQUIRE);
@@ -414,16 +416,24 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
  * a 4-rank ring on 2 CPUs (ring_bench -n 4) cost 25-37 us here. So before it
  * sleeps, a waiter polls on for up to st->yield_ns (XP_OVERSUB_YIELD_US) with
  * a sched_yield before each look: the CPU goes to whoever is runnable, and
- * the waiter is back within a context switch once nobody else is (2.1-2.3 us
- * per hop). Bounded, so a rank left waiting still sleeps and costs nothing.
- * But a rank that computes beside us keeps the CPU a yield gives it for a
- * whole scheduler slice, while a sleeper's wake-up preempts it: a yield that
- * took over YIELD_SLOW_NS ends the phase and the next waits sleep at once,
- * 1, 2, 4 .. YIELD_BACKOFF_MAX of them before the phase is tried again (a
- * ping-pong beside computing ranks, inline: 0.54 us one way when sleeping,
- * 276 with a yield phase every wait). Returns -1 when pred held, else why
- * the phase ended, as the spin's. */
+ * the waiter is back within a context switch once nobody else is (1.4-2.1 us
+ * per hop). Bounded, so a rank left waiting still sleeps and costs nothing;
+ * looks that handle packets (a target serving gets or atomics) restart the
+ * bound, as they restart the spin's count.
+ * - A yield that comes straight back (YIELD_ALONE_NS: one costs 0.5-0.6 us
+ *   here) found nobody else to run: look on without yielding for
+ *   YIELD_ALONE_SPIN_NS, and let the next waits spin first (st->yield_alone,
+ *   xp_ptl_active_begin): two ranks of four ping-ponging while the others
+ *   sleep, 0.38-0.52 us one way with a yield before every look, 0.11-0.13.
+ * - A rank that computes beside us keeps the CPU a yield gives it for a whole
+ *   scheduler slice, while a sleeper's wake-up preempts it sooner: a yield
+ *   that took over YIELD_SLOW_NS ends the phase, and the next 1, 2, 4 ..
+ *   YIELD_BACKOFF_MAX waits skip it (a ping-pong beside computing ranks,
+ *   inline: 250-276 us one way with the phase on every wait, 0.5-86 without).
+ * Returns -1 when pred held, else why the phase ended, as the spin's. */
 #define YIELD_SLOW_NS 500000u
+#define YIELD_ALONE_NS 1000u
+#define YIELD_ALONE_SPIN_NS 2000u
 #define YIELD_BACKOFF_MAX 1024u
 
 static int yield_phase(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns,
@@ -437,14 +447,34 @@ static int yield_phase(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns,
     }
     uint64_t now = xp_time_ns(), end = now + st->yield_ns;
     for (;;) {
-        sched_yield();
         uint64_t then = now;
+        sched_yield();
         now = xp_time_ns();
-        int held;
+        int held, handled = 0;
         while (!(held = pred(arg)) && xp_ptl_poll_inline(st) > 0)
-            ; /* no yield between looks that handle packets */
+            handled = 1; /* no yield between looks that handle packets */
         if (!held)
             held = pred(arg);
+        /* A yield that came straight back found nobody else to run: look
+         * on without yielding for a while, as the spin does (each yield
+         * here costs 0.5-0.6 us, a look ~20 ns). */
+        int alone = now - then < YIELD_ALONE_NS;
+        if (__atomic_load_n(&st->yield_alone, __ATOMIC_RELAXED) != alone)
+            __atomic_store_n(&st->yield_alone, alone, __ATOMIC_RELAXED);
+        if (!held && alone) {
+            uint64_t stop = now + YIELD_ALONE_SPIN_NS;
+            for (unsigned i = 1; !held; i++) {
+                xp_cpu_relax();
+                if (xp_ptl_poll_inline(st) > 0)
+                    handled = 1;
+                held = pred(arg);
+                if ((i & 15) == 0 && xp_time_ns() >= stop)
+                    break;
+            }
+            now = xp_time_ns();
+        }
+        if (handled) /* serving peers (gets, atomics): stay as the spin does */
+            end = now + st->yield_ns;
         if (now - then > YIELD_SLOW_NS) {
             uint32_t b = __atomic_load_n(&st->yield_backoff, __ATOMIC_RELAXED);
             b = b == 0 ? 1 : b < YIELD_BACKOFF_MAX ? b * 2 : b;

@@ -11,17 +11,27 @@
  * against each wake-up, so that was 720-920 us one way here; woken by the
  * packet itself 58-214 us (inline: 0.6-152). Both progress modes; every
  * token's value checked.
+ *
+ * With MP_OTHERS_WAIT=1 ranks 2 and 3 wait in PtlCTWait instead, and the
+ * pair starts once their yield phase is over (they sleep): the CPUs are the
+ * pair's, and its waits must not yield to nobody before every look (0.5-0.6
+ * us a yield here). Median of 5 runs of 1000 round trips: 0.10-0.14 us one
+ * way; 0.40 with a yield per look; 7-11 before the yield phase.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "word_ep.h"
 #include "xportals/xp.h"
 
 #define PT 7
 #define ROUNDS 300
+#define REPS_MAX 5
 #define WORK_US 200
 /* Under the 720-920 us of the fault, over twice what was measured. */
 #define LIMIT_US (XP_TEST_TSAN ? 1500.0 : 500.0)
+/* Others waiting: over 10x what was measured, under the 7-11 us of old. */
+#define LIMIT_WAITING_US (XP_TEST_TSAN ? 20.0 : 2.0)
 
 static volatile double sink;
 
@@ -33,20 +43,35 @@ static void work(double us)
         sink += 1.0;
 }
 
-static void pingpong(word_ep_t *e, int me)
+/* `reps` runs of `rounds` round trips; the median run's one-way time must
+ * stay under limit_us. */
+static void pingpong(word_ep_t *e, int me, int reps, uint64_t rounds, double limit_us)
 {
-    uint64_t t0 = xp_test_now_ns();
-    for (uint64_t i = 1; i <= ROUNDS; i++) {
-        if (me == 0)
-            word_ep_put(e, 1, i);
-        word_ep_wait(e, i);
-        XP_REQUIRE(e->in == i);
-        if (me == 1)
-            word_ep_put(e, 0, i);
+    double v[REPS_MAX];
+    uint64_t i = 0;
+    for (int r = 0; r < reps; r++) {
+        uint64_t t0 = xp_test_now_ns();
+        for (uint64_t k = 0; k < rounds; k++) {
+            i++;
+            if (me == 0)
+                word_ep_put(e, 1, i);
+            word_ep_wait(e, i);
+            XP_REQUIRE(e->in == i);
+            if (me == 1)
+                word_ep_put(e, 0, i);
+        }
+        v[r] = (double)(xp_test_now_ns() - t0) / 1e3 / (2.0 * (double)rounds);
     }
-    double us = (double)(xp_test_now_ns() - t0) / 1e3 / (2.0 * ROUNDS);
-    printf("rank %d: %.2f us one way beside computing ranks\n", me, us);
-    XP_CHECK(us < LIMIT_US);
+    for (int r = 1; r < reps; r++) /* insertion sort: reps is small */
+        for (int k = r; k > 0 && v[k] < v[k - 1]; k--) {
+            double t = v[k];
+            v[k] = v[k - 1];
+            v[k - 1] = t;
+        }
+    double us = v[reps / 2];
+    printf("rank %d: %.2f us one way beside %s ranks (median of %d runs, %.2f-%.2f)\n", me, us,
+           limit_us == LIMIT_US ? "computing" : "waiting", reps, v[0], v[reps - 1]);
+    XP_CHECK(us < limit_us);
 }
 
 int main(int argc, char **argv)
@@ -59,11 +84,21 @@ int main(int argc, char **argv)
     word_ep_open(&e, PT);
     XP_REQUIRE(xp_barrier() == XP_OK);
 
+    const char *w = getenv("MP_OTHERS_WAIT");
+    int others_wait = w && *w == '1';
     if (me < 2) {
-        pingpong(&e, me);
+        if (others_wait) /* past their yield phase (500 us): asleep */
+            work(5000);
+        if (others_wait)
+            pingpong(&e, me, REPS_MAX, 1000, LIMIT_WAITING_US);
+        else
+            pingpong(&e, me, 1, ROUNDS, LIMIT_US);
         if (me == 0) /* done: the others stop computing */
             for (int r = 2; r < n; r++)
                 word_ep_put(&e, r, 1);
+    } else if (others_wait) {
+        word_ep_wait(&e, 1);
+        XP_CHECK(e.in == 1);
     } else {
         ptl_ct_event_t c = {0, 0};
         while (c.success == 0) {

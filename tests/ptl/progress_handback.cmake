@@ -45,11 +45,18 @@ if(TARGET xprun)
   set_tests_properties(mp_ring_oversub_np4 mp_ring_oversub_inline_np4 PROPERTIES RUN_SERIAL TRUE)
 endif()
 # More ranks than CPUs and two of them computing: the other two ping-pong in
-# microseconds, woken once per packet (mp_beside_compute.c). Serial: its
+# microseconds, woken once per packet; or the two waiting (asleep): the pair
+# ping-pongs without yielding to nobody (mp_beside_compute.c). Serial: its
 # bound is on time with the machine's CPUs.
 if(TARGET xprun)
   xp_mp_test(mp_beside_compute NP 4 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_beside_compute.c
              LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
   xp_mp_test(mp_beside_compute NP 4 SUFFIX _inline TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=inline)
-  set_tests_properties(mp_beside_compute_np4 mp_beside_compute_inline_np4 PROPERTIES RUN_SERIAL TRUE)
+  xp_mp_test(mp_beside_compute NP 4 SUFFIX _waiting TIMEOUT 60 LABELS ptl
+             ENV XP_PROGRESS=thread MP_OTHERS_WAIT=1)
+  xp_mp_test(mp_beside_compute NP 4 SUFFIX _waiting_inline TIMEOUT 60 LABELS ptl
+             ENV XP_PROGRESS=inline MP_OTHERS_WAIT=1)
+  set_tests_properties(mp_beside_compute_np4 mp_beside_compute_inline_np4
+                       mp_beside_compute_waiting_np4 mp_beside_compute_waiting_inline_np4
+                       PROPERTIES RUN_SERIAL TRUE)
 endif()
