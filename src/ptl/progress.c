@@ -436,6 +436,34 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
 #define YIELD_ALONE_SPIN_NS 2000u
 #define YIELD_BACKOFF_MAX 1024u
 
+/* After a yield that came straight back: look without yielding for
+ * YIELD_ALONE_SPIN_NS or until pred holds; *handled notes looks that
+ * handled packets. Returns pred's last answer. */
+static int alone_spin(xp_ptl_state_t *st, xp_wait_pred_t pred, void *arg, uint64_t now,
+                      int *handled)
+{
+    uint64_t stop = now + YIELD_ALONE_SPIN_NS;
+    for (unsigned i = 1;; i++) {
+        xp_cpu_relax();
+        if (xp_ptl_poll_inline(st) > 0)
+            *handled = 1;
+        if (pred(arg))
+            return 1;
+        if ((i & 15) == 0 && xp_time_ns() >= stop)
+            return 0;
+    }
+}
+
+/* A yield that took a scheduler slice: the next 1, 2, 4 .. waits skip the
+ * phase (relaxed: a heuristic, racing threads of a process only blur it). */
+static void yield_was_slow(xp_ptl_state_t *st)
+{
+    uint32_t b = __atomic_load_n(&st->yield_backoff, __ATOMIC_RELAXED);
+    b = b == 0 ? 1 : b < YIELD_BACKOFF_MAX ? b * 2 : b;
+    __atomic_store_n(&st->yield_backoff, b, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->yield_skip, b, __ATOMIC_RELAXED);
+}
+
 static int yield_phase(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns,
                        xp_ptl_active_t *a)
 {
@@ -455,31 +483,17 @@ static int yield_phase(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns,
             handled = 1; /* no yield between looks that handle packets */
         if (!held)
             held = pred(arg);
-        /* A yield that came straight back found nobody else to run: look
-         * on without yielding for a while, as the spin does (each yield
-         * here costs 0.5-0.6 us, a look ~20 ns). */
         int alone = now - then < YIELD_ALONE_NS;
         if (__atomic_load_n(&st->yield_alone, __ATOMIC_RELAXED) != alone)
             __atomic_store_n(&st->yield_alone, alone, __ATOMIC_RELAXED);
         if (!held && alone) {
-            uint64_t stop = now + YIELD_ALONE_SPIN_NS;
-            for (unsigned i = 1; !held; i++) {
-                xp_cpu_relax();
-                if (xp_ptl_poll_inline(st) > 0)
-                    handled = 1;
-                held = pred(arg);
-                if ((i & 15) == 0 && xp_time_ns() >= stop)
-                    break;
-            }
+            held = alone_spin(st, pred, arg, now, &handled);
             now = xp_time_ns();
         }
-        if (handled) /* serving peers (gets, atomics): stay as the spin does */
+        if (handled) /* serving peers (gets, atomics): stay, as the spin does */
             end = now + st->yield_ns;
         if (now - then > YIELD_SLOW_NS) {
-            uint32_t b = __atomic_load_n(&st->yield_backoff, __ATOMIC_RELAXED);
-            b = b == 0 ? 1 : b < YIELD_BACKOFF_MAX ? b * 2 : b;
-            __atomic_store_n(&st->yield_backoff, b, __ATOMIC_RELAXED);
-            __atomic_store_n(&st->yield_skip, b, __ATOMIC_RELAXED);
+            yield_was_slow(st);
             return held ? -1 : XP_PTL_SPUN;
         }
         if (held) {
@@ -529,8 +543,10 @@ xp_status_t xp_ptl_wait_rest(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
         goto check;
     }
     xp_ptl_active_end(a);
-    /* Passive phase without a progress thread: sleep on the doorbell; arrivals and local updates ring
-     * it (the latter only while app_db_sleepers > 0: xp_ptl_notify). The fence
+    /* Passive phase without a progress thread (or beside one that stays
+     * parked, oversubscribed: above): sleep on the doorbell; arrivals and
+     * local updates ring it (the latter only while app_db_sleepers > 0:
+     * xp_ptl_notify). The fence
      * pairs with notify's: either it sees us here or our next check of the
      * predicate sees its update. xp_tl_wait (not xp_doorbell_wait): with
      * XP_SHM_ASYM_FENCE the sleeper's membarrier is what makes fence-free
