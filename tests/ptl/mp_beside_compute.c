@@ -45,7 +45,8 @@ static void work(double us)
 
 /* `reps` runs of `rounds` round trips; the median run's one-way time must
  * stay under limit_us. */
-static void pingpong(word_ep_t *e, int me, int reps, uint64_t rounds, double limit_us)
+static void pingpong(word_ep_t *e, int me, int reps, uint64_t rounds, double limit_us,
+                     const char *others)
 {
     double v[REPS_MAX];
     uint64_t i = 0;
@@ -70,7 +71,7 @@ static void pingpong(word_ep_t *e, int me, int reps, uint64_t rounds, double lim
         }
     double us = v[reps / 2];
     printf("rank %d: %.2f us one way beside %s ranks (median of %d runs, %.2f-%.2f)\n", me, us,
-           limit_us == LIMIT_US ? "computing" : "waiting", reps, v[0], v[reps - 1]);
+           others, reps, v[0], v[reps - 1]);
     XP_CHECK(us < limit_us);
 }
 
@@ -87,12 +88,12 @@ int main(int argc, char **argv)
     const char *w = getenv("MP_OTHERS_WAIT");
     int others_wait = w && *w == '1';
     if (me < 2) {
-        if (others_wait) /* past their yield phase (500 us): asleep */
-            work(5000);
-        if (others_wait)
-            pingpong(&e, me, REPS_MAX, 1000, LIMIT_WAITING_US);
-        else
-            pingpong(&e, me, 1, ROUNDS, LIMIT_US);
+        if (others_wait) {
+            work(5000); /* past their yield phase (500 us): asleep */
+            pingpong(&e, me, REPS_MAX, 1000, LIMIT_WAITING_US, "waiting");
+        } else {
+            pingpong(&e, me, 1, ROUNDS, LIMIT_US, "computing");
+        }
         if (me == 0) /* done: the others stop computing */
             for (int r = 2; r < n; r++)
                 word_ep_put(&e, r, 1);
