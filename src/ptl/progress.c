@@ -777,6 +777,10 @@ xp_status_t xp_ptl_progress_start(void)
         __atomic_store_n(&st->asym_fence, asym_fence_register(), __ATOMIC_SEQ_CST);
     st->poll_yield = xp_tl_oversubscribed();
     st->yield_ns = st->poll_yield ? (uint64_t)xp_config()->oversub_yield_us * 1000u : 0;
+    if (st->poll_yield)
+        xp_info("%d local ranks on %ld CPUs: blocking waits yield the CPU for up to %ld us "
+                "before they sleep (XP_OVERSUB_YIELD_US)",
+                xp_local_size(), xp_tl_node_cpus(), (long)xp_config()->oversub_yield_us);
     if (xp_config()->progress != 0) { /* "inline" */
         __atomic_store_n(&xp_ctx.runtime_wait_hook, runtime_wait_hook, __ATOMIC_RELEASE);
         __atomic_store_n(&xp_ctx.runtime_poll_hook, runtime_poll_hook, __ATOMIC_RELEASE);
