@@ -331,6 +331,27 @@ static void shm_tl_close(xp_tl_t *tl)
     free(s);
 }
 
+/* The CPUs that this process and the local peers it attached may run on,
+ * as each recorded them in its segment: launchers bind ranks (xprun one CPU
+ * each, round the CPUs of its own mask), so no one rank's mask tells. */
+static long node_cpus_of(const shm_tl_t *s)
+{
+    long n = 0;
+    for (int w = 0; w < XP_SHM_CPU_WORDS; w++) {
+        uint64_t bits = s->own.hdr->cpus[w];
+        for (int r = 0; r < s->size; r++)
+            if (r != s->rank && s->peers[r].seg.hdr)
+                bits |= s->peers[r].seg.hdr->cpus[w];
+        n += __builtin_popcountll(bits);
+    }
+    return n;
+}
+
+static long shm_node_cpus(xp_tl_t *tl)
+{
+    return ((shm_tl_t *)tl)->node_cpus;
+}
+
 static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
 {
     if (!xp_initialized())
@@ -364,6 +385,8 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     st = exchange(s, st);
     if (st == XP_OK)
         st = collect_rx(s);
+    if (st == XP_OK)
+        s->node_cpus = node_cpus_of(s);
     if (st == XP_OK) {
         size_t verdict = xp_shm_eager_probe(s);
         s->eager_max = xp_shm_eager_limit(s->bounce.single, verdict);
@@ -375,7 +398,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     }
     s->inbox = &s->own.hdr->ring;
     /* Sharing a copy with a peer that may share our CPU gains nothing. */
-    s->split_min = xp_tl_oversubscribed() ? 0 : xp_config()->shm_split_min;
+    s->split_min = xp_shm_oversubscribed(s) ? 0 : xp_config()->shm_split_min;
     s->split_chunk = xp_config()->shm_split_chunk;
     shm_peer_t *me = &s->peers[s->rank];
     me->ring = s->inbox;
@@ -848,6 +871,7 @@ const xp_tl_ops_t xp_tl_shm_ops = {
     .bounce_read = xp_shm_bounce_read,
     .bounce_max = xp_shm_bounce_max,
     .eager_max = shm_eager_max,
+    .node_cpus = shm_node_cpus,
     .window = shm_window,
     .quiet = shm_quiet,
     .peers_lost = shm_peers_lost,

@@ -18,6 +18,7 @@
 #include "transport/shmheap.h"
 #include "transport/transport.h"
 #include "util/atomic.h"
+#include "xportals/xp.h" /* xp_local_size */
 
 typedef struct shm_peer {
     uint64_t cached_head;  /* senders' view of the peer ring's head */
@@ -95,6 +96,7 @@ typedef struct shm_tl {
     int staging;           /* `stage` is in use (shm_split.c, cma_copy) */
     unsigned char *stage;  /* STAGE + 64 bytes (shm_split.c), allocated on first use */
     uint32_t split_gen;    /* last generation of our split area */
+    long node_cpus;        /* the local ranks' CPUs, a union of their masks (0: unknown) */
     size_t split_min;      /* XP_SHM_SPLIT_MIN; 0 when oversubscribed */
     size_t split_chunk;    /* XP_SHM_SPLIT_CHUNK */
     size_t eager_max;      /* XP_SHM_EAGER_MAX, resolved (SIZE_MAX: a whole packet) */
@@ -198,5 +200,13 @@ int xp_shm_direct(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs);
 size_t xp_shm_eager_probe(shm_tl_t *s);
 /* Free every bounce block that has been read (xp_shm_heap_reclaim). */
 void xp_shm_bounce_reclaim(shm_tl_t *s);
+
+/* More local ranks than the node's CPUs (xp_tl_node_cpus, with the CPUs
+ * this transport saw: usable while it opens). */
+static inline int xp_shm_oversubscribed(const shm_tl_t *s)
+{
+    long ncpu = xp_tl_node_cpus_seen(s->node_cpus);
+    return ncpu > 0 && xp_local_size() > ncpu;
+}
 
 #endif

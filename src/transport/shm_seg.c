@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 #include "util/log.h"
 
 #define SEG_MAGIC 0x78702d73686d3031ull /* "xp-shm01" */
-#define SEG_VERSION 3u /* 2: split-copy area; 3: eager probe area */
+#define SEG_VERSION 4u /* 2: split-copy area; 3: eager probe area; 4: owner's CPUs */
 
 static size_t seg_bytes(uint32_t ncells)
 {
@@ -62,6 +63,21 @@ int xp_shm_create_sized(const char *name, size_t size, xp_status_t *st)
     return fd;
 }
 
+/* The CPUs this process may run on (the online ones if it cannot tell). */
+static void record_cpus(xp_shm_seg_hdr_t *hdr)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        CPU_ZERO(&set);
+        for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, &set);
+    }
+    for (int c = 0; c < XP_SHM_CPU_WORDS * 64 && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            hdr->cpus[c / 64] |= 1ull << (c % 64);
+}
+
 xp_status_t xp_shm_seg_create(const char *name, uint32_t ncells, xp_shm_seg_t *seg)
 {
     if (!name || strlen(name) >= XP_SHM_NAME_MAX || ncells < 16 || (ncells & (ncells - 1)))
@@ -79,6 +95,7 @@ xp_status_t xp_shm_seg_create(const char *name, uint32_t ncells, xp_shm_seg_t *s
     hdr->version = SEG_VERSION;
     hdr->pid = (int32_t)getpid();
     hdr->size = size;
+    record_cpus(hdr);
     xp_doorbell_init(&hdr->doorbell);
     xp_shm_ring_init(&hdr->ring, ncells);
     xp_store_release(&hdr->magic, SEG_MAGIC);

@@ -50,12 +50,17 @@ typedef struct xp_shm_probe_area {
     unsigned char buf[XP_SHM_PROBE_MAX] XP_CACHE_ALIGNED;
 } xp_shm_probe_area_t;
 
+/* CPUs a segment's header records (its owner's affinity mask, bit i: CPU i). */
+#define XP_SHM_CPU_WORDS 16 /* 1024 CPUs */
+
 typedef struct xp_shm_seg_hdr {
     uint64_t magic;
     uint32_t version;
     int32_t pid;          /* owner */
     uint64_t size;        /* bytes mapped */
     uint32_t flags;       /* XP_SHM_SEG_* */
+    uint64_t cpus[XP_SHM_CPU_WORDS]; /* the owner's CPUs when it created the segment:
+                                      * local peers count the node's (shm.c) */
     xp_doorbell_t doorbell XP_CACHE_ALIGNED;
     char pad_[XP_CACHE_LINE - sizeof(xp_doorbell_t)];
     xp_shm_split_t split XP_CACHE_ALIGNED; /* written by the owner and its helper */

@@ -55,6 +55,7 @@ struct xp_tl_state {
     tl_open_t open[TL_MAX_OPEN];
     xp_doorbell_t local_doorbell; /* when no transport offers a shared one */
     long spins;              /* xp_tl_spin_count() */
+    long node_cpus;          /* seen by the transports (0: unknown): xp_tl_node_cpus */
 };
 
 _Static_assert(offsetof(struct xp_tl_state, rt) == offsetof(xp_tl_head_t, rt) &&
@@ -180,10 +181,28 @@ static void build_routes(struct xp_tl_state *st)
     }
 }
 
-long xp_tl_node_cpus(void)
+long xp_tl_node_cpus_seen(long seen)
 {
     long set = xp_config()->node_cpus;
-    return set > 0 ? set : sysconf(_SC_NPROCESSORS_ONLN);
+    return set > 0 ? set : seen > 0 ? seen : sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+long xp_tl_node_cpus(void)
+{
+    struct xp_tl_state *st = xp_ctx.tl;
+    return xp_tl_node_cpus_seen(st ? st->node_cpus : 0);
+}
+
+/* What the first transport that can tell saw of the node's CPUs. */
+static long seen_cpus(struct xp_tl_state *st)
+{
+    for (int i = 0; i < st->nopen; i++) {
+        const xp_tl_ops_t *ops = st->open[i].ops;
+        long n = OPS_HAS(ops, node_cpus) ? ops->node_cpus(st->open[i].tl) : 0;
+        if (n > 0)
+            return n;
+    }
+    return 0;
 }
 
 int xp_tl_oversubscribed(void)
@@ -232,8 +251,9 @@ xp_status_t xp_tl_init(xp_tl_recv_fn recv, void *recv_arg)
     if (s != XP_OK)
         goto err_close;
     build_routes(st);
+    st->node_cpus = seen_cpus(st);
+    xp_ctx.tl = st; /* (before choose_spins: it asks xp_tl_oversubscribed) */
     st->spins = choose_spins();
-    xp_ctx.tl = st;
     return XP_OK;
 err_close:
     close_all(st);

@@ -193,6 +193,9 @@ typedef struct xp_tl_ops {
     /* Nonzero if a peer that maps our window has died (checked now; slow:
      * for a caller that has waited on its peers for a long time). */
     int (*peers_lost)(xp_tl_t *tl);
+    /* The CPUs the node's ranks may run on, as the transport saw them when it
+     * opened (the union of the local ranks' affinity masks), or 0: unknown. */
+    long (*node_cpus)(xp_tl_t *tl);
 } xp_tl_ops_t;
 
 /* ---- The transport manager: what the engine calls. ---- */
@@ -405,10 +408,15 @@ xp_status_t xp_tl_wait_spin(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns
  * packet; an xp_tl_wait must follow a nap that ends with pred false.
  * Returns pred(arg) at the end. */
 int xp_tl_nap(xp_wait_pred_t pred, void *arg, uint64_t max_ns);
-/* The CPUs the node's ranks share: XP_NODE_CPUS (xprun sets it to the CPUs
- * of its own mask, which it binds ranks to), else the online CPUs. Not this
- * process's affinity mask: launchers such as xprun bind each rank to one. */
+/* The CPUs the node's ranks share: XP_NODE_CPUS if set, else what an open
+ * transport saw (shm: the union of the local ranks' affinity masks, so that
+ * 4 ranks that a launcher bound to 2 CPUs, or that run under taskset or a
+ * cpuset, count 2), else the online CPUs. Not this process's own mask:
+ * launchers such as xprun bind each rank to one CPU. */
 long xp_tl_node_cpus(void);
+/* The same with `seen` standing for what the transports saw (0: nothing):
+ * for a transport that asks while it opens. */
+long xp_tl_node_cpus_seen(long seen);
 /* Whether the node runs more local ranks than xp_tl_node_cpus(). */
 int xp_tl_oversubscribed(void);
 /* Polls a waiter should spin before sleeping: XP_SPIN_COUNT, or far fewer

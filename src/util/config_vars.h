@@ -31,8 +31,8 @@ XP_CONFIG_VAR(spin_count, INT, "XP_SPIN_COUNT", "2000", 0, 100000000, "",
               "thread spins only where a CPU is likely spare for it)")
 XP_CONFIG_VAR(node_cpus, INT, "XP_NODE_CPUS", "0", 0, 1048576, "",
               "CPUs that the node's ranks share, against which the library tells whether the "
-              "node runs more ranks than CPUs (0: the online CPUs; xprun sets it to the CPUs it "
-              "may run ranks on, unless set)")
+              "node runs more ranks than CPUs (0: the union of the local ranks' affinity masks, "
+              "as their shared-memory segments record them; the online CPUs without shm)")
 XP_CONFIG_VAR(oversub_yield_us, INT, "XP_OVERSUB_YIELD_US", "500", 0, 1000000, "",
               "With more local ranks than CPUs: microseconds a waiting thread that found nothing "
               "in its spin keeps polling, yielding its CPU after each look, before it sleeps on a "

@@ -2,8 +2,7 @@
  * test_xprun XPRUN HELPER SCENARIO: runs xprun on xprun_helper and checks
  * how it behaves: failing, killed and aborting ranks stop the job within a
  * second, no process survives, --timeout, forwarded signals, a SIGKILLed
- * xprun, usage errors, output tagging, core binding (and the CPU count it
- * passes on), -x and PMI errors.
+ * xprun, usage errors, output tagging, core binding, -x and PMI errors.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -389,22 +388,6 @@ static void scenario_bind(void)
     char want[64];
     snprintf(want, sizeof want, "cpus 1 %d %d\n", ncpu, allowed[0]);
     XP_CHECK(strstr(slurp(outfile), want) != NULL);
-    /* XP_NODE_CPUS: the CPUs of xprun's own mask (the ranks share them),
-     * bound or not; a value the user set, or gave with -x, stays. */
-    char nc[16];
-    snprintf(nc, sizeof nc, "%d", ncpu);
-    const char *cpus[] = {"-n", "2", helper, "env", pidfile, "XP_NODE_CPUS", nc, NULL};
-    const char *cpus_none[] = {"-n", "1", "--bind-to", "none", helper, "env", pidfile,
-                               "XP_NODE_CPUS", nc, NULL};
-    const char *cpus_x[] = {"-n", "1", "-x", "XP_NODE_CPUS=7", helper, "env", pidfile,
-                            "XP_NODE_CPUS", "7", NULL};
-    XP_CHECK_EQ(run_status(cpus), 0);
-    XP_CHECK_EQ(run_status(cpus_none), 0);
-    XP_CHECK_EQ(run_status(cpus_x), 0);
-    setenv("XP_NODE_CPUS", "5", 1);
-    const char *cpus_env[] = {"-n", "1", helper, "env", pidfile, "XP_NODE_CPUS", "5", NULL};
-    XP_CHECK_EQ(run_status(cpus_env), 0);
-    unsetenv("XP_NODE_CPUS");
 }
 
 static void scenario_pmi_errors(void)

@@ -107,12 +107,6 @@ static void child_exec(xprun_job_t *job, int rank, int pmi_fd, int out_fd, int e
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(1);
-    /* The CPUs the job shares (ours, before binding): the library compares
-     * the node's ranks with them to tell whether it is oversubscribed. A
-     * user's own setting stays, and -x comes after. */
-    cpu_set_t mine;
-    if (sched_getaffinity(0, sizeof mine, &mine) == 0 && !getenv("XP_NODE_CPUS"))
-        set_env_int("XP_NODE_CPUS", CPU_COUNT(&mine));
     if (cpu >= 0) {
         cpu_set_t set;
         CPU_ZERO(&set);
