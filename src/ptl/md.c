@@ -279,13 +279,13 @@ void xp_md_drain(int slot, long timeout_ms)
 {
     xp_ptl_state_t *st = xp_ptl_state();
     uint64_t deadline = xp_deadline_ns(timeout_ms);
-    for (;;) {
+    for (unsigned spins = 0;;) {
         int busy = 0;
         xp_handle_foreach(&st->md_table, slot, count_pending, &busy);
         if (!busy || xp_time_ns() >= deadline)
             return;
         if (xp_ptl_progress() == 0)
-            xp_cpu_relax();
+            xp_ptl_busy_pause(st, &spins);
     }
 }
 

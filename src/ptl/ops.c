@@ -255,12 +255,12 @@ xp_status_t xp_eng_send(int rank, const xp_pkt_t *hdr, const void *payload, size
         }
         return rc;
     }
-    for (;;) {
+    for (unsigned spins = 0;;) {
         rc = wire_send(rank, hdr, payload, len, 0);
         if (rc != XP_ERR_AGAIN)
             return rc;
-        xp_ptl_progress();
-        xp_cpu_relax();
+        if (xp_ptl_progress() == 0)
+            xp_ptl_busy_pause(st, &spins);
     }
 }
 
@@ -289,7 +289,7 @@ static xp_status_t send_then_event(int rank, const xp_pkt_t *h, const void *payl
                                    void (*event)(void *), void *arg)
 {
     xp_ptl_state_t *st = xp_ptl_state();
-    for (;;) {
+    for (unsigned spins = 0;;) {
         xp_poll_lock(st);
         xp_status_t rc = wire_send(rank, h, payload, len, 0);
         if (rc == XP_OK)
@@ -297,8 +297,8 @@ static xp_status_t send_then_event(int rank, const xp_pkt_t *h, const void *payl
         xp_poll_unlock(st);
         if (rc != XP_ERR_AGAIN)
             return rc;
-        xp_ptl_progress();
-        xp_cpu_relax();
+        if (xp_ptl_progress() == 0)
+            xp_ptl_busy_pause(st, &spins);
     }
 }
 

@@ -60,3 +60,21 @@ if(TARGET xprun)
                        mp_beside_compute_waiting_np4 mp_beside_compute_waiting_inline_np4
                        PROPERTIES RUN_SERIAL TRUE)
 endif()
+# A sender that overflows its peer's ring, also with both ranks on one CPU
+# (taskset -c 0), where the peer drains it only if the sender yields
+# (mp_full_ring.c). Serial: its bound is on time.
+if(TARGET xprun)
+  xp_mp_test(mp_full_ring NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_full_ring.c
+             LIBS portals TIMEOUT 60 LABELS ptl)
+  set_tests_properties(mp_full_ring_np2 PROPERTIES RUN_SERIAL TRUE)
+  find_program(XP_TASKSET taskset)
+  if(XP_TASKSET)
+    foreach(_p thread inline)
+      add_test(NAME mp_full_ring_onecpu_${_p}_np2
+               COMMAND ${XP_TASKSET} -c 0 $<TARGET_FILE:xprun> -n 2 --timeout 60
+                       -x XP_PROGRESS=${_p} $<TARGET_FILE:mp_full_ring>)
+      set_tests_properties(mp_full_ring_onecpu_${_p}_np2 PROPERTIES TIMEOUT 70 RUN_SERIAL TRUE
+                           SKIP_RETURN_CODE 77 LABELS "mp;ptl")
+    endforeach()
+  endif()
+endif()
