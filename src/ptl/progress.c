@@ -93,19 +93,17 @@ int xp_ptl_progress(void)
 }
 
 /* With more local ranks than CPUs, a loop of looks that find nothing holds
- * a CPU that the peer it waits for may need: every IDLE_LOOKS of them in a
- * row yield it. An MPI library's blocking send over Portals waits for the
+ * a CPU that the peer it waits for may need: every XP_PTL_IDLE_LOOKS of
+ * them in a row yield it. An MPI library's blocking send over Portals waits for the
  * target's acknowledgement in such a loop; with 4 ranks on 2 CPUs and
  * XP_PROGRESS=inline, a rank's 3000 MPI_Sends to a rank receiving from all
  * took 3-12 s behind that rank's spin (Open MPI's MTL, which yields only
  * in receives). The count is per process, updated without a locked
  * instruction: only how often the yield comes rests on it. */
-#define IDLE_LOOKS 64u
-
 static void idle_look(xp_ptl_state_t *st, int handled)
 {
     uint32_t k = handled > 0 ? 0 : __atomic_load_n(&st->idle_looks, __ATOMIC_RELAXED) + 1;
-    if (k >= IDLE_LOOKS) {
+    if (k >= XP_PTL_IDLE_LOOKS) {
         k = 0;
         sched_yield();
     }

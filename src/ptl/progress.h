@@ -108,16 +108,21 @@ static inline int xp_ptl_poll_inline(xp_ptl_state_t *st)
     return n;
 }
 
+/* With more local ranks than CPUs, a loop of looks that find nothing yields
+ * its CPU once per this many (progress.c's idle_look, xp_ptl_busy_pause). */
+#define XP_PTL_IDLE_LOOKS 64u
+
 /* A loop that waits on peers without sleeping (their ring full, answers
  * still due) and found nothing to do: a pause, and on a node with more local
- * ranks than CPUs every 64th time a yield, since the peer may need this very
- * CPU (1 CPU, 2 ranks, a window of 32768 puts overflowing the peer's ring:
- * 0.44 M/s spinning, the peer draining only when the sender's slice ended).
+ * ranks than CPUs every XP_PTL_IDLE_LOOKS-th time a yield, since the peer
+ * may need this very CPU (1 CPU, 2 ranks, a window of 32768 puts overflowing
+ * the peer's ring: 0.45 M/s spinning, the peer draining only when the
+ * sender's slice ended).
  * Not every time: where the peer has its own CPU a yield to nobody costs
  * 0.5-0.6 us here and slowed that stream to 1.8 M/s. *spins: the loop's. */
 static inline void xp_ptl_busy_pause(const xp_ptl_state_t *st, unsigned *spins)
 {
-    if (__builtin_expect(st->poll_yield, 0) && ++*spins % 64 == 0)
+    if (__builtin_expect(st->poll_yield, 0) && ++*spins % XP_PTL_IDLE_LOOKS == 0)
         sched_yield();
     else
         xp_cpu_relax();

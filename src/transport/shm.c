@@ -398,7 +398,7 @@ static xp_status_t shm_tl_open(const xp_tl_params_t *params, xp_tl_t **tl_out)
     }
     s->inbox = &s->own.hdr->ring;
     /* Sharing a copy with a peer that may share our CPU gains nothing. */
-    s->split_min = xp_shm_oversubscribed(s) ? 0 : xp_config()->shm_split_min;
+    s->split_min = xp_tl_oversubscribed_seen(s->node_cpus) ? 0 : xp_config()->shm_split_min;
     s->split_chunk = xp_config()->shm_split_chunk;
     shm_peer_t *me = &s->peers[s->rank];
     me->ring = s->inbox;

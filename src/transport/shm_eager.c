@@ -238,7 +238,7 @@ size_t xp_shm_eager_probe(shm_tl_t *s)
     const xp_config_t *c = xp_config();
     int skip = (c->shm_eager_max && c->shm_bounce != XP_SHM_BOUNCE_AUTO) ||
                c->shm_eager_probe == XP_SHM_PROBE_OFF ||
-               (c->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_shm_oversubscribed(s));
+               (c->shm_eager_probe == XP_SHM_PROBE_AUTO && xp_tl_oversubscribed_seen(s->node_cpus));
     if (xp_local_size() < 2)
         return XP_SHM_AUTO_EAGER_MAX;
     leaders(s, &first, &second);

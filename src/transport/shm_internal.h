@@ -18,7 +18,6 @@
 #include "transport/shmheap.h"
 #include "transport/transport.h"
 #include "util/atomic.h"
-#include "xportals/xp.h" /* xp_local_size */
 
 typedef struct shm_peer {
     uint64_t cached_head;  /* senders' view of the peer ring's head */
@@ -200,13 +199,5 @@ int xp_shm_direct(xp_tl_t *tl, int rank, uint64_t addr, size_t len, int theirs);
 size_t xp_shm_eager_probe(shm_tl_t *s);
 /* Free every bounce block that has been read (xp_shm_heap_reclaim). */
 void xp_shm_bounce_reclaim(shm_tl_t *s);
-
-/* More local ranks than the node's CPUs (xp_tl_node_cpus, with the CPUs
- * this transport saw: usable while it opens). */
-static inline int xp_shm_oversubscribed(const shm_tl_t *s)
-{
-    long ncpu = xp_tl_node_cpus_seen(s->node_cpus);
-    return ncpu > 0 && xp_local_size() > ncpu;
-}
 
 #endif

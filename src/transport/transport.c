@@ -205,10 +205,16 @@ static long seen_cpus(struct xp_tl_state *st)
     return 0;
 }
 
+int xp_tl_oversubscribed_seen(long seen)
+{
+    long ncpu = xp_tl_node_cpus_seen(seen);
+    return ncpu > 0 && xp_local_size() > ncpu;
+}
+
 int xp_tl_oversubscribed(void)
 {
-    long ncpu = xp_tl_node_cpus();
-    return ncpu > 0 && xp_local_size() > ncpu;
+    struct xp_tl_state *st = xp_ctx.tl;
+    return xp_tl_oversubscribed_seen(st ? st->node_cpus : 0);
 }
 
 /* XP_SPIN_COUNT, unless the node is oversubscribed and the user did not

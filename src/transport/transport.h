@@ -419,6 +419,8 @@ long xp_tl_node_cpus(void);
 long xp_tl_node_cpus_seen(long seen);
 /* Whether the node runs more local ranks than xp_tl_node_cpus(). */
 int xp_tl_oversubscribed(void);
+/* The same with xp_tl_node_cpus_seen(seen): for a transport that opens. */
+int xp_tl_oversubscribed_seen(long seen);
 /* Polls a waiter should spin before sleeping: XP_SPIN_COUNT, or far fewer
  * when the node runs more local ranks than this process has CPUs (unless
  * XP_SPIN_COUNT was set explicitly). xp_tl_wait spins this many. */
