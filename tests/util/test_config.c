@@ -174,14 +174,19 @@ static void test_load_env(void)
     if (!strstr(out, "did you mean XP_LOG_LEVEL"))
         fprintf(stderr, "captured: %s\n", out);
 
-    char *bad[] = {"XP_SPIN_COUNT=-5", "XP_BOOTSTRAP=pmi3", NULL};
+    char *bad[] = {"XP_SPIN_COUNT=-5", "XP_BOOTSTRAP=pmi3", "XP_NODE_CPUS=-1",
+                   "XP_OVERSUB_YIELD_US=2000000", NULL};
     capture_begin(&cap);
     st = xp_config_load_env(bad, &cfg);
     out = capture_end(&cap);
     XP_CHECK_EQ(st, XP_ERR_CONFIG);
     XP_CHECK(strstr(out, "XP_SPIN_COUNT=-5: out of range") != NULL);
     XP_CHECK(strstr(out, "XP_BOOTSTRAP=pmi3: expected one of auto|pmi1|pmix|singleton") != NULL);
+    XP_CHECK(strstr(out, "XP_NODE_CPUS=-1: out of range") != NULL);
+    XP_CHECK(strstr(out, "XP_OVERSUB_YIELD_US=2000000: out of range") != NULL);
     XP_CHECK_EQ(cfg.spin_count, 2000); /* the default is kept */
+    XP_CHECK_EQ(cfg.node_cpus, 0);
+    XP_CHECK_EQ(cfg.oversub_yield_us, 500);
     XP_CHECK_EQ(xp_config_load_env(NULL, &cfg), XP_OK);
     XP_CHECK_EQ(xp_config_load_env(env, NULL), XP_ERR_INVALID);
 }
