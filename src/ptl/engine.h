@@ -206,6 +206,7 @@ typedef struct xp_ptl_state {
     uint32_t yield_skip;           /* waits left that skip it, and the next such pause */
     uint32_t yield_backoff;        /*   after a slow yield (plain; progress.c) */
     int yield_alone;               /* the last yield found nobody else to run (plain) */
+    uint32_t yield_alone_ns;       /* a yield shorter than this found nobody (progress.c) */
     int app_sleepers;              /* app threads asleep in xp_ptl_wait_until */
     int app_db_sleepers;           /* of those, asleep on the doorbell (no progress thread) */
     int app_parked;                /* of those, asleep on app_word (thread progress) */

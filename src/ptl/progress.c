@@ -30,6 +30,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ptl/engine.h"
@@ -418,11 +419,15 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
  * per hop). Bounded, so a rank left waiting still sleeps and costs nothing;
  * looks that handle packets (a target serving gets or atomics) restart the
  * bound, as they restart the spin's count.
- * - A yield that comes straight back (YIELD_ALONE_NS: one costs 0.5-0.6 us
- *   here) found nobody else to run: look on without yielding for
- *   YIELD_ALONE_SPIN_NS, and let the next waits spin first (st->yield_alone,
+ * - A yield that comes straight back (st->yield_alone_ns: one costs 0.5-0.6
+ *   us on the Zen 4 VM, 1.25 us on the Zen 5 one, where any system call
+ *   takes ~1.1 us) found nobody else to run: look on without yielding for
+ *   twice that, and let the next waits spin first (st->yield_alone,
  *   xp_ptl_active_begin): two ranks of four ping-ponging while the others
  *   sleep, 0.38-0.52 us one way with a yield before every look, 0.11-0.13.
+ *   The bound follows the machine's system-call cost (yield_alone_calibrate):
+ *   with a fixed 1 us, every yield on the Zen 5 VM looked like a switch and
+ *   that ping-pong took 0.86-0.90 us one way.
  * - A rank that computes beside us keeps the CPU a yield gives it for a whole
  *   scheduler slice, while a sleeper's wake-up preempts it sooner: a yield
  *   that took over YIELD_SLOW_NS ends the phase, and the next 1, 2, 4 ..
@@ -431,16 +436,42 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
  * Returns -1 when pred held, else why the phase ended, as the spin's. */
 #define YIELD_SLOW_NS 500000u
 #define YIELD_ALONE_NS 1000u
-#define YIELD_ALONE_SPIN_NS 2000u
+#define YIELD_ALONE_MAX_NS 50000u
 #define YIELD_BACKOFF_MAX 1024u
 
-/* After a yield that came straight back: look without yielding for
- * YIELD_ALONE_SPIN_NS or until pred holds; *handled notes looks that
- * handled packets. Returns pred's last answer. */
+uint32_t xp_ptl_yield_alone_ns(uint64_t syscall_ns)
+{
+    uint64_t ns = 2 * syscall_ns;
+    return (uint32_t)(ns < YIELD_ALONE_NS ? YIELD_ALONE_NS
+                      : ns > YIELD_ALONE_MAX_NS ? YIELD_ALONE_MAX_NS
+                                                : ns);
+}
+
+/* This machine's cheapest system call, in ns: the fastest of 16 getppid()
+ * calls (the fastest: an interrupt or a preemption only lengthens one).
+ * getppid, not sched_yield: a yield may run another rank, which at start-up
+ * is likely. */
+uint64_t xp_ptl_syscall_cost_ns(void)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 16; i++) {
+        uint64_t t0 = xp_time_ns();
+        (void)syscall(SYS_getppid);
+        uint64_t d = xp_time_ns() - t0;
+        if (d < best)
+            best = d;
+    }
+    return best;
+}
+
+/* After a yield that came straight back: look without yielding for twice
+ * st->yield_alone_ns (so that the looks, not the yields, take most of the
+ * time) or until pred holds; *handled notes looks that handled packets.
+ * Returns pred's last answer. */
 static int alone_spin(xp_ptl_state_t *st, xp_wait_pred_t pred, void *arg, uint64_t now,
                       int *handled)
 {
-    uint64_t stop = now + YIELD_ALONE_SPIN_NS;
+    uint64_t stop = now + 2 * (uint64_t)st->yield_alone_ns;
     for (unsigned i = 1;; i++) {
         xp_cpu_relax();
         if (xp_ptl_poll_inline(st) > 0)
@@ -481,7 +512,7 @@ static int yield_phase(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns,
             handled = 1; /* no yield between looks that handle packets */
         if (!held)
             held = pred(arg);
-        int alone = now - then < YIELD_ALONE_NS;
+        int alone = now - then < st->yield_alone_ns;
         if (__atomic_load_n(&st->yield_alone, __ATOMIC_RELAXED) != alone)
             __atomic_store_n(&st->yield_alone, alone, __ATOMIC_RELAXED);
         if (!held && alone) {
@@ -775,10 +806,15 @@ xp_status_t xp_ptl_progress_start(void)
         __atomic_store_n(&st->asym_fence, asym_fence_register(), __ATOMIC_SEQ_CST);
     st->poll_yield = xp_tl_oversubscribed();
     st->yield_ns = st->poll_yield ? (uint64_t)xp_config()->oversub_yield_us * 1000u : 0;
-    if (st->poll_yield)
+    if (st->poll_yield) {
+        uint64_t sys_ns = xp_ptl_syscall_cost_ns();
+        st->yield_alone_ns = xp_ptl_yield_alone_ns(sys_ns);
         xp_info("%d local ranks on %ld CPUs: blocking waits yield the CPU for up to %ld us "
-                "before they sleep (XP_OVERSUB_YIELD_US)",
-                xp_local_size(), xp_tl_node_cpus(), (long)xp_config()->oversub_yield_us);
+                "before they sleep (XP_OVERSUB_YIELD_US); a system call takes %lu ns, so a "
+                "yield under %u ns found nobody to run",
+                xp_local_size(), xp_tl_node_cpus(), (long)xp_config()->oversub_yield_us,
+                (unsigned long)sys_ns, st->yield_alone_ns);
+    }
     if (xp_config()->progress != 0) { /* "inline" */
         __atomic_store_n(&xp_ctx.runtime_wait_hook, runtime_wait_hook, __ATOMIC_RELEASE);
         __atomic_store_n(&xp_ctx.runtime_poll_hook, runtime_poll_hook, __ATOMIC_RELEASE);

@@ -53,6 +53,13 @@ typedef void (*xp_ptl_arm_fn)(void *arg);
 xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void *arg,
                                     uint64_t deadline_ns);
 
+/* The longest sched_yield that found nobody else to run, on a machine whose
+ * cheapest system call takes syscall_ns: twice that, and at least 1 us (a
+ * yield that ran somebody costs two context switches at least). Pure. */
+uint32_t xp_ptl_yield_alone_ns(uint64_t syscall_ns);
+/* This machine's cheapest system call, in ns (measured: a few us). */
+uint64_t xp_ptl_syscall_cost_ns(void);
+
 /* ---- The wait's active phase, inline so that a caller with a known
  * predicate (PtlCTWait) gets it inlined into its spin loop: from the moment
  * the loop sees a packet until the wait returns, no call through a pointer
