@@ -12,13 +12,16 @@
  * this was written on, the vCPUs flip between ~54 ns ("near", e.g. sharing
  * a cache) and ~256 ns ("far").
  *   busy: median >= --busy-ns (the probe itself was descheduled)
- *   near: ring_ns < --near-ring-ns; without a ring figure, median < --near-ns
+ *   near: median < --near-ns and ring_ns < --near-ring-ns (without a ring
+ *         figure, the median alone)
  *   far:  otherwise
- * The ring floor decides because the one-way figure alone does not: on the
- * AMD VM of rounds 25-26 the far state's one-way time (112-157 ns) straddles
- * 130 ns, while its ring floor (240-265 ns) lies far from the near state's
- * (27-69 ns); the Intel VM of round 15 (one state, ring 166-177 ns) stays
- * near.
+ * Both figures, because neither alone tells the states apart on every VM
+ * seen: on the AMD (Zen 4) VM of rounds 25-26 the far state's one-way time
+ * (112-157 ns) straddles 130 ns, while its ring floor (240-265 ns) lies far
+ * from the near state's (27-69 ns); on the Zen 5 VM of round 34 the far
+ * state's ring floor (140-300 ns) straddles 200 ns, while its one-way time
+ * (185-260 ns) lies far from the near state's (40-45 ns). The Intel VM of
+ * round 15 (one state: one-way 85-93 ns, ring 166-177 ns) stays near.
  *
  * Then a second figure, ring_ns: two processes (as two ranks would be)
  * pass a sequence number through one ring of 64-byte cells per direction in
@@ -244,8 +247,8 @@ static const char *state_of(const probe_opts_t *o, double oneway_ns, double ring
 {
     if (oneway_ns >= o->busy_ns)
         return "busy";
-    if (ring_ns >= 0)
-        return ring_ns < o->near_ring_ns ? "near" : "far";
+    if (ring_ns >= 0 && ring_ns >= o->near_ring_ns)
+        return "far";
     return oneway_ns < o->near_ns ? "near" : "far";
 }
 
