@@ -265,6 +265,17 @@ static void attach_peer(shm_tl_t *s, int rank)
     }
     addr.pair_name[XP_SHM_NAME_MAX - 1] = '\0';
     attach_pair(s, p, &addr);
+    /* Where the lanes it sends us have their heads: whether we took one of
+     * its packets since our last request (xp_tl_inplace_ahead). Not for
+     * answers: each follows a packet taken, and a stream of ACKs, which
+     * the initiator does not wait for, then lost the prefetch (8 B rate
+     * 28-41 -> 25-30 M/s). */
+    if (s->pair_base && p->ip.ring) {
+        int j = local_index(rank);
+        for (int lane = 0; lane < PAIR_LANES; lane++)
+            p->ip.rx_head[lane] =
+                &pair_ring(s->pair_base, s->pair_cells, (uint32_t)s->nlocal, j, lane)->head;
+    }
 }
 
 /* The collective part of open: publish, fence, attach, barrier, unlink. Every
@@ -537,8 +548,9 @@ static xp_status_t shm_send(xp_tl_t *tl, int rank, const void *hdr, size_t hdr_l
      * of the owner and a load of other_end; the rest goes out of line. */
     if (__builtin_expect(xp_load_relaxed(&p->ip.owner) == xp_thread_id() && /* not dead */
                              xp_load_acquire(&p->ip.other_end) == p->ip.owner_seen &&
-                             xp_shm_ring_try_push_single(p->ip.ring, &p->ip.cached_head,
-                                                         s->rank, hdr, hdr_len, data, data_len),
+                             xp_shm_ring_try_push_single_ahead(
+                                 p->ip.ring, &p->ip.cached_head, xp_tl_inplace_ahead(&p->ip),
+                                 s->rank, hdr, hdr_len, data, data_len),
                          1)) {
         xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
         return XP_OK;
@@ -585,8 +597,9 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
     /* No size check: as for shm_send, the route's was made. The common
      * case: the answer lane is announced already. */
     if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->ip.dead) &&
-                             xp_shm_ring_try_push_single(p->lane_ans, &p->ans.cached_head,
-                                                         s->rank, hdr, hdr_len, data, data_len),
+                             xp_shm_ring_try_push_single_ahead(
+                                 p->lane_ans, &p->ans.cached_head, xp_tl_inplace_ahead(&p->ans),
+                                 s->rank, hdr, hdr_len, data, data_len),
                          1)) {
         xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
         return XP_OK;

@@ -194,10 +194,14 @@ static inline void xp_shm_copy_small(unsigned char *dst, const void *src, size_t
 /* The common case of xp_shm_ring_push_single (no wrap, room known from the
  * cached head, not too large, a short header): 1 when it pushed the packet,
  * 0 when the caller must call xp_shm_ring_push_single (nothing was
- * written). It makes no call, so a sender's fast path stays a leaf. */
-static inline int xp_shm_ring_try_push_single(xp_shm_ring_t *ring, const uint64_t *cached_head,
-                                              int src, const void *hdr, size_t hdr_len,
-                                              const void *data, size_t data_len)
+ * written). It makes no call, so a sender's fast path stays a leaf.
+ * `ahead`: ask for the cell a few past it (xp_shm_cell_prefetch), which a
+ * stream wants and a ping-pong does not (transport/inplace.h,
+ * xp_tl_inplace_ahead). */
+static inline int xp_shm_ring_try_push_single_ahead(xp_shm_ring_t *ring,
+                                                    const uint64_t *cached_head, int ahead,
+                                                    int src, const void *hdr, size_t hdr_len,
+                                                    const void *data, size_t data_len)
 {
     size_t len = hdr_len + data_len;
     /* Long headers (rare) take xp_shm_ring_push_single's slow path. */
@@ -224,13 +228,23 @@ static inline int xp_shm_ring_try_push_single(xp_shm_ring_t *ring, const uint64_
                          0))
         return 0;
     xp_shm_cell_t *c = &ring->cells[idx];
-    xp_shm_cell_prefetch(ring->cells, t, ncells - 1);
+    if (ahead)
+        xp_shm_cell_prefetch(ring->cells, t, ncells - 1);
     xp_store_release(&ring->tail, t + need);
     unsigned char *p = c->payload;
     xp_shm_copy_small(p, hdr, hdr_len);
     xp_shm_copy_small(p + hdr_len, data, data_len);
     xp_shm_cell_publish(c, (uint32_t)t | bits);
     return 1;
+}
+
+/* xp_shm_ring_try_push_single_ahead with the prefetch. */
+static inline int xp_shm_ring_try_push_single(xp_shm_ring_t *ring, const uint64_t *cached_head,
+                                              int src, const void *hdr, size_t hdr_len,
+                                              const void *data, size_t data_len)
+{
+    return xp_shm_ring_try_push_single_ahead(ring, cached_head, 1, src, hdr, hdr_len, data,
+                                             data_len);
 }
 
 /* Append one packet to a ring that has ONE producer (the caller guarantees

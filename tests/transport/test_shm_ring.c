@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/inplace.h"
 #include "transport/shm_ring.h"
 #include "util/clock.h"
 #include "xp_test.h"
@@ -368,6 +369,42 @@ static void test_gated_poll(void)
     free(gate);
 }
 
+/* Whether a sender asks for the cell ahead (xp_tl_inplace_ahead): always
+ * without the peer's heads; with them, not on the first send after a head
+ * moved (a packet of the peer's taken since the last send), and again on
+ * the sends after it. A push without the prefetch delivers the same. */
+static void test_ahead(void)
+{
+    xp_tl_inplace_t ip;
+    memset(&ip, 0, sizeof ip);
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 1);
+    uint64_t h0 = 16, h1 = 16;
+    ip.rx_head[0] = &h0;
+    ip.rx_head[1] = &h1;
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 0); /* first look: 32 is news */
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 1); /* a stream: nothing taken */
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 1);
+    h1++; /* an answer of the peer's taken */
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 0);
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 1);
+    h0 += 3;
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 0);
+    XP_CHECK_EQ(xp_tl_inplace_ahead(&ip), 1);
+
+    size_t bytes = xp_shm_ring_bytes(16);
+    xp_shm_ring_t *r = calloc(1, bytes);
+    XP_REQUIRE(r);
+    xp_shm_ring_init_zeroed(r, 16);
+    uint64_t cr = r->head; /* (the try fails on a stale cached head) */
+    order_t o = {{0}, 0};
+    XP_CHECK_EQ(xp_shm_ring_try_push_single_ahead(r, &cr, 0, 1, "p", 1, NULL, 0), 1);
+    XP_CHECK_EQ(xp_shm_ring_try_push_single_ahead(r, &cr, 1, 1, "q", 1, NULL, 0), 1);
+    XP_CHECK_EQ(xp_shm_ring_poll(r, 10, record, &o), 2);
+    XP_CHECK_EQ(o.n, 2);
+    XP_CHECK(memcmp(o.seen, "pq", 2) == 0);
+    free(r);
+}
+
 typedef struct small_rx {
     unsigned char buf[128];
     size_t len;
@@ -502,6 +539,7 @@ int main(void)
     test_full_and_overflow();
     test_single_producer();
     test_gated_poll();
+    test_ahead();
     test_contention();
     return xp_test_result();
 }
