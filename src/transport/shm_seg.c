@@ -20,7 +20,8 @@
 #include "util/log.h"
 
 #define SEG_MAGIC 0x78702d73686d3031ull /* "xp-shm01" */
-#define SEG_VERSION 4u /* 2: split-copy area; 3: eager probe area; 4: owner's CPUs */
+#define SEG_VERSION 5u /* 2: split-copy area; 3: eager probe area; 4: owner's CPUs;
+                           * 5: the doorbell's mark (util/atomic.h) */
 
 static size_t seg_bytes(uint32_t ncells)
 {

@@ -487,8 +487,9 @@ static int pending_pred(void *arg)
 }
 
 /* The sleeper's half of the doorbell protocol (util/atomic.c): seen, then
- * sleepers++, then before_sleep (the membarrier that stands in for the
- * fence XP_SHM_ASYM_FENCE senders leave out), then pred, then the futex.
+ * the mark (xp_doorbell_arm), then sleepers++, then before_sleep (the
+ * membarrier that stands in for the fence XP_SHM_ASYM_FENCE senders leave
+ * out), then pred, then the futex.
  * Packets arriving after that check ring us because they see sleepers != 0.
  * A poller's pred must include xp_tl_pending(): a packet that arrived while
  * nobody slept rang nobody, so only that look keeps us awake for it.
@@ -501,6 +502,7 @@ static xp_status_t sleep_once(struct xp_tl_state *st, xp_wait_pred_t pred, void 
 {
     xp_doorbell_t *db = st->params.doorbell;
     uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+    xp_doorbell_arm(db);
     __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
     for (int i = 0; fenced && i < st->nopen; i++)
         if (OPS_HAS(st->open[i].ops, before_sleep))

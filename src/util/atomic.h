@@ -108,16 +108,28 @@ typedef int (*xp_wait_pred_t)(void *arg);
 xp_status_t xp_wait_until(xp_wait_pred_t pred, void *arg, uint32_t *word, uint64_t deadline_ns);
 
 /* A doorbell: a 32-bit sequence plus a count of sleepers, so a producer only
- * pays for the futex system call when somebody actually sleeps. */
+ * pays for the futex system call when somebody actually sleeps, and `armed`,
+ * which a sleeper sets before it sleeps and a ring clears, so that a
+ * sleeper already woken but not yet running costs the rings after the
+ * first no further futex call (util/atomic.c). */
 typedef struct xp_doorbell {
     uint32_t seq;
     uint32_t sleepers;
+    uint32_t armed;
 } xp_doorbell_t;
 
 static inline void xp_doorbell_init(xp_doorbell_t *db)
 {
     db->seq = 0;
     db->sleepers = 0;
+    db->armed = 0;
+}
+
+/* The sleeper's mark, after it has read seq into `seen` and before it
+ * counts itself in sleepers (util/atomic.c). */
+static inline void xp_doorbell_arm(xp_doorbell_t *db)
+{
+    __atomic_store_n(&db->armed, 1, __ATOMIC_SEQ_CST);
 }
 void xp_doorbell_ring(xp_doorbell_t *db);
 /* Spin-then-sleep until pred(arg) holds or the deadline passes. */

@@ -10,12 +10,12 @@
  * per message here; yielding every 64 fruitless looks, 0.034-0.048 (2 ranks
  * on 2 CPUs: 0.038-0.041).
  *
- * Known, not fixed (round 34, Zen 5 VM): on one CPU about one flood in three
- * takes 2.9-3.7 us per message. The receiver has fallen asleep on its
- * doorbell, and until it runs the sender wakes it with a futex call for
- * every put (73218 futex calls in such a run, 5 in a fast one). So the
- * sender floods ROUNDS times and the best flood is judged: it shows that
- * the yields let the peer drain; the slow mode is the doorbell's to fix.
+ * The sender floods ROUNDS times and every flood is judged: on one CPU
+ * (Zen 5 VM, round 34) about one flood in three took 2.9-3.7 us per
+ * message while the receiver, asleep on its doorbell, was woken by a futex
+ * call for every put until it ran (73218 futex calls in such a run, 5 in a
+ * fast one); since a ring makes the futex call only for a sleeper's mark
+ * (util/atomic.c), none of 48 floods took over 0.25 us.
  */
 #include <stdio.h>
 
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 
     if (me == 0) {
         ptl_process_t peer = {.rank = 1};
-        double best = 1e30;
+        double worst = 0;
         for (int r = 1; r <= ROUNDS; r++) {
             uint64_t t0 = xp_test_now_ns();
             for (uint64_t i = 0; i < FLOOD; i++)
@@ -66,9 +66,9 @@ int main(int argc, char **argv)
             word_ep_wait(&e, (uint64_t)r); /* rank 1 has them all */
             double us = (double)(xp_test_now_ns() - t0) / 1e3 / FLOOD;
             printf("%d puts into a full ring: %.3f us per message\n", FLOOD, us);
-            best = us < best ? us : best;
+            worst = us > worst ? us : worst;
         }
-        XP_CHECK(best < LIMIT_US);
+        XP_CHECK(worst < LIMIT_US);
     } else {
         for (int r = 1; r <= ROUNDS; r++) {
             ptl_ct_event_t c;
