@@ -247,7 +247,7 @@ static const char *state_of(const probe_opts_t *o, double oneway_ns, double ring
 {
     if (oneway_ns >= o->busy_ns)
         return "busy";
-    if (ring_ns >= 0 && ring_ns >= o->near_ring_ns)
+    if (ring_ns >= o->near_ring_ns) /* (> 0: no ring figure is negative) */
         return "far";
     return oneway_ns < o->near_ns ? "near" : "far";
 }

@@ -425,7 +425,8 @@ xp_status_t xp_ptl_wait_until_armed(xp_wait_pred_t pred, xp_ptl_arm_fn arm, void
  *   twice that, and let the next waits spin first (st->yield_alone,
  *   xp_ptl_active_begin): two ranks of four ping-ponging while the others
  *   sleep, 0.38-0.52 us one way with a yield before every look, 0.11-0.13.
- *   The bound follows the machine's system-call cost (yield_alone_calibrate):
+ *   The bound follows the machine's system-call cost (xp_ptl_yield_alone_ns
+ *   of xp_ptl_syscall_cost_ns, at start):
  *   with a fixed 1 us, every yield on the Zen 5 VM looked like a switch and
  *   that ping-pong took 0.86-0.90 us one way.
  * - A rank that computes beside us keeps the CPU a yield gives it for a whole

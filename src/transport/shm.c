@@ -597,9 +597,8 @@ static xp_status_t shm_send_excl(xp_tl_t *tl, int rank, const void *hdr, size_t 
     /* No size check: as for shm_send, the route's was made. The common
      * case: the answer lane is announced already. */
     if (__builtin_expect(p->ans_on && !xp_load_relaxed(&p->ip.dead) &&
-                             xp_shm_ring_try_push_single_ahead(
-                                 p->lane_ans, &p->ans.cached_head, xp_tl_inplace_ahead(&p->ans),
-                                 s->rank, hdr, hdr_len, data, data_len),
+                             xp_shm_ring_try_push_single(p->lane_ans, &p->ans.cached_head,
+                                                         s->rank, hdr, hdr_len, data, data_len),
                          1)) {
         xp_shm_doorbell_ring_fenced(p->ip.db, p->ip.fence);
         return XP_OK;
