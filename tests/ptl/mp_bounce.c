@@ -44,7 +44,7 @@
 #define PT_NONE 20    /* never allocated */
 #define BUF (24u << 20)
 #define SHORT_LEN ((512u << 10) + 5)
-#define WAIT_MS 5000
+#define WAIT_MS XP_TEST_WAIT_MS(5000)
 #define MIB (1u << 20)
 #define NSEG 3
 #define NDROP 100
