@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 #include <xportals/shmem.h>
 #include <xportals/xp.h>
 
@@ -44,6 +47,7 @@ typedef struct {
     int    uncounted;      /* --uncounted: the streams' target entry counts nothing */
     int    touch;          /* --touch: the ping-pong writes its data before each put */
     int    pause;          /* --pause: a memory wait pauses after each look */
+    int    no_state_probe; /* --no-state-probe: no per-repetition state probe */
     /* bench_stream, rank 0: seconds per repetition spent in the loops of
      * PtlPut calls alone (the window's issue, not its wait), for report() */
     double *issue;
@@ -56,6 +60,10 @@ typedef struct {
     ptl_handle_md_t bar_md;
     uint64_t        bar_epoch;
     char            bar_buf[8];
+    /* the line of the per-repetition state probe (probe_util.h), ranks 0
+     * and 1; NULL: no probes (not under xprun, or the mapping failed) */
+    probe_rep_line_t *rep_line;
+    uint64_t          rep_next;
 } bench_t;
 
 static inline void bench_die(const char *what, int rc)
@@ -102,6 +110,7 @@ static inline void bench_usage(const char *prog, const char *extra)
 {
     fprintf(stderr,
             "usage: %s [--min-size B] [--max-size B] [--iters N] [--warmup N] [--reps N]\n"
+            "          [--no-state-probe]\n"
             "          %s\n"
             "sizes accept k/m suffixes (KiB, MiB)\n",
             prog, extra ? extra : "");
@@ -145,7 +154,8 @@ static inline int bench_takes(const char *extra, const char *a)
 static inline void bench_parse(bench_t *b, int argc, char **argv, const char *extra)
 {
     static const char *const base[] = { "--min-size", "--max-size", "--size", "--iters",
-                                        "--warmup", "--reps", "-h", "--help" };
+                                        "--warmup", "--reps", "--no-state-probe", "-h",
+                                        "--help" };
     b->bits = -1;
     b->roffset = -1;
     for (int i = 1; i < argc; i++) {
@@ -164,6 +174,7 @@ static inline void bench_parse(bench_t *b, int argc, char **argv, const char *ex
         if (!strcmp(a, "--uncounted")) { b->uncounted = 1; continue; }
         if (!strcmp(a, "--touch")) { b->touch = 1; continue; }
         if (!strcmp(a, "--pause")) { b->pause = 1; continue; }
+        if (!strcmp(a, "--no-state-probe")) { b->no_state_probe = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || !v)
             bench_usage(argv[0], extra);
         if (!strcmp(a, "--min-size") || !strcmp(a, "--max-size") || !strcmp(a, "--size")) {
@@ -263,16 +274,87 @@ static inline void bench_barrier_setup(bench_t *b)
         bench_die("xp_barrier", -1);
 }
 
+/* The state probe's line, ranks 0 and 1: a POSIX shared-memory object
+ * named after xprun's job (XPRUN_JOBID), made by rank 0, mapped by rank 1
+ * after a barrier, unlinked after the next. Without it (another launcher, a
+ * failed call) the ping-pongs print no per-state keys. */
+static inline void bench_rep_probe_setup(bench_t *b)
+{
+    const char *job = getenv("XPRUN_JOBID");
+    char name[96];
+    int fd = -1;
+    b->rep_line = NULL;
+    b->rep_next = 1;
+    if (b->no_state_probe) /* (every rank has the same options) */
+        return;
+    if (job && b->size >= 2 && b->rank < 2)
+        snprintf(name, sizeof name, "/xpbench-probe-%.64s", job);
+    for (size_t i = 1; job && name[i]; i++) /* (one path component) */
+        if (name[i] == '/')
+            name[i] = '_';
+    if (job && b->size >= 2 && b->rank == 0) {
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd >= 0 && ftruncate(fd, sizeof(probe_rep_line_t)) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    bench_barrier(b);
+    if (job && b->size >= 2 && b->rank == 1)
+        fd = shm_open(name, O_RDWR, 0);
+    if (fd >= 0) {
+        void *p = mmap(NULL, sizeof(probe_rep_line_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        b->rep_line = p == MAP_FAILED ? NULL : p;
+    }
+    bench_barrier(b);
+    if (job && b->size >= 2 && b->rank == 0)
+        shm_unlink(name);
+}
+
+/* One state probe (both of ranks 0 and 1 call it at the same point):
+ * rank 0's one-way ns, 0 on rank 1, -1 without probes (and from then on
+ * when the other side did not answer). */
+static inline double bench_rep_probe(bench_t *b)
+{
+    if (!b->rep_line)
+        return -1;
+    double ns = probe_rep_run(b->rep_line, b->rank == 0, &b->rep_next);
+    if (ns < 0) {
+        munmap(b->rep_line, sizeof(probe_rep_line_t));
+        b->rep_line = NULL;
+    }
+    return ns;
+}
+
+/* Rank 0: the per-state keys (probe_util.h) of reps results v[] (µs)
+ * between probes ns[0..reps], with a leading space, into out; "" without
+ * probes. Before bench_stats, which sorts v. */
+static inline void bench_rep_states(const bench_t *b, const double *v, const double *ns,
+                                    long reps, char *out, size_t room)
+{
+    double *tmp = b->rank == 0 && ns[0] >= 0 ? calloc((size_t)reps, sizeof(*tmp)) : NULL;
+    out[0] = '\0';
+    if (!tmp)
+        return;
+    out[0] = ' ';
+    probe_rep_keys(v, ns, reps, tmp, "us", out + 1, room - 1);
+    free(tmp);
+}
+
 /* Initialise Portals, learn rank/size, set up the barrier and synchronise. */
 static inline void bench_init(bench_t *b, int argc, char **argv, const char *extra)
 {
     bench_parse(b, argc, argv, extra);
     BENCH_CHECK(PtlInit());
     bench_barrier_setup(b);
+    bench_rep_probe_setup(b);
 }
 
 static inline void bench_fini(bench_t *b)
 {
+    if (b->rep_line)
+        munmap(b->rep_line, sizeof(probe_rep_line_t));
     bench_barrier(b);
     PtlMDRelease(b->bar_md);
     PtlLEUnlink(b->bar_le);
@@ -462,6 +544,7 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
     char *rbuf = bench_alloc_buf(b, span), *sbuf = bench_alloc_buf(b, span);
     ptl_handle_any_t *others = calloc((size_t)extra + 1, sizeof(*others));
     double *v = calloc((size_t)b->reps, sizeof(*v));
+    double *ns = calloc((size_t)b->reps + 1, sizeof(*ns));
     uint64_t count = 0;
 
     if (b->size < 2 && b->rank == 0)
@@ -484,6 +567,7 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
         long iters = bench_iters_for(b, size);
         for (long r = 0; r < b->reps; r++) {
             double t0 = 0;
+            ns[r] = bench_rep_probe(b);
             for (long i = 0; i < b->warmup + iters; i++) {
                 if (i == b->warmup)
                     t0 = bench_now_us();
@@ -508,14 +592,17 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
             }
             v[r] = (bench_now_us() - t0) / (2.0 * (double)iters);
         }
-        bench_stats_t st = bench_stats(v, b->reps);
+        ns[b->reps] = bench_rep_probe(b);
+        char states[160];
+        bench_rep_states(b, v, ns, b->reps, states, sizeof states);
+        bench_stats_t st = bench_stats(v, b->reps); /* (sorts v: after the keys) */
         if (b->rank == 0)
             printf("bench=%s list=%s size=%zu iters=%ld reps=%ld posted=%ld any_source=%d "
                    "bits=%#llx median_us=%.3f min_us=%.3f p90_us=%.3f buffers=%s offset=%zu "
-                   "roffset=%zu touch=%d\n",
+                   "roffset=%zu touch=%d%s\n",
                    name, matching ? "me" : "le", size, iters, b->reps, extra, b->any_source,
                    (unsigned long long)bits, st.median, st.min, st.p90,
-                   b->heap ? "heap" : "malloc", off, roff, b->touch);
+                   b->heap ? "heap" : "malloc", off, roff, b->touch, states);
         fflush(stdout);
     }
 
@@ -532,6 +619,7 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
     PtlNIFini(ni);
     free(others);
     free(v);
+    free(ns);
     bench_free_buf(b, rbuf);
     bench_free_buf(b, sbuf);
 }

@@ -117,9 +117,9 @@ note() { echo "# $*"; }
 
 # Iterations: the benchmarks' own defaults, fewer with --quick.
 if [ "$quick" = 1 ]; then
-    LAT_ITERS=2000 LAT_REPS=5 STREAM_REPS=3 MR_ITERS=100 RING_ITERS=50 TRIAL_TIMEOUT=30
+    LAT_ITERS=2000 LAT_REPS=5 STREAM_REPS=3 MR_ITERS=100 RING_ITERS=50 TRIAL_TIMEOUT=30 REP_MIN=2
 else
-    LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 RING_ITERS=200 TRIAL_TIMEOUT=60
+    LAT_ITERS=10000 LAT_REPS=11 STREAM_REPS=5 MR_ITERS=200 RING_ITERS=200 TRIAL_TIMEOUT=60 REP_MIN=3
 fi
 # The oversubscribed ring: two ranks per CPU (a busy-polling MPI takes a
 # scheduler slice per hop there, milliseconds, hence few laps).
@@ -158,9 +158,10 @@ build_mpi() {
     local cc="mpicc.$1" out="$workdir/mpi_bench.$1"
     command -v "$cc" >/dev/null || { note "$cc not found: $1 skipped"; return 1; }
     [ -f "$MPI_SRC" ] || { note "$MPI_SRC not found: $1 skipped"; return 1; }
-    if [ ! -x "$out" ] || [ "$MPI_SRC" -nt "$out" ]; then
+    if [ ! -x "$out" ] || [ "$MPI_SRC" -nt "$out" ] || [ "$here/probe_util.h" -nt "$out" ]; then
         # -Wno-stringop-overflow: GCC 12 misreads MPICH's MPI_STATUSES_IGNORE
-        "$cc" -O3 -Wall -Wno-stringop-overflow -o "$out" "$MPI_SRC" \
+        # -I: bench/probe_util.h, the per-repetition state probe
+        "$cc" -O3 -Wall -Wno-stringop-overflow -I"$here" -o "$out" "$MPI_SRC" \
             >"$workdir/logs/build.$1.log" 2>&1 ||
             { note "$cc failed: see $workdir/logs/build.$1.log"; return 1; }
     fi
@@ -379,7 +380,12 @@ values() {
         if (size == "") next
         if (csv == "") {
             v = kv(b ~ /^bw/ ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
-            if (v != "") print size, v
+            # the ping-pongs per state of their repetitions (probe_util.h)
+            nn = kv("near_reps"); fn = kv("far_reps")
+            if (v != "" && nn != "" && fn != "")
+                print size, v, kv("near_median_us"), nn, kv("far_median_us"), fn
+            else if (v != "")
+                print size, v
             next
         }
         if (split(csv, f, ",") < 8 || f[1] !~ /^[0-9]+$/) next
@@ -411,7 +417,16 @@ wanted_size() {
     return 1
 }
 
-# trial ROUND BENCH IMPL: probe, run, probe; one line per size measured.
+# trial_line STATE VALUE LABEL: one result of trial() (its locals in scope).
+trial_line() {
+    local label=${3// /:} line
+    line="bench=$b impl=$i size=$size state=$1 probe_ns=$before/$PROBE_NS ring_ns=$ring/$PROBE_RING $(unit_key "$b")=$2 round=$r load1=$load label=$label trial_state=$state status=ok"
+    echo "$line"
+    echo "$line" >>"$RESULTS"
+}
+
+# trial ROUND BENCH IMPL: probe, run, probe; one line per size measured (two
+# where the benchmark labelled its repetitions and some were near, some far).
 trial() {
     local r=$1 b=$2 i=$3 log="$workdir/logs/r$1.$2.$3.log" out rc before ring state size v line got=0 load
     load=$(cut -d' ' -f1 /proc/loadavg)
@@ -422,13 +437,19 @@ trial() {
     printf '%s\n' "$out" >"$log"
     probe
     [ "$PROBE_STATE" = "$state" ] || state=mixed
-    while read -r size v; do
+    while read -r size v nv nn fv fn; do
         wanted_size "$b" "$size" || continue
         [ $rc -eq 0 ] || break
-        line="bench=$b impl=$i size=$size state=$state probe_ns=$before/$PROBE_NS ring_ns=$ring/$PROBE_RING $(unit_key "$b")=$v round=$r load1=$load status=ok"
-        echo "$line"
-        echo "$line" >>"$RESULTS"
         got=1
+        # A benchmark that probed each repetition gives a result per state
+        # it spent at least $REP_MIN repetitions in (label=reps), whatever
+        # the probes around the whole trial said; else the trial's label.
+        if [ -n "$nn" ] && { [ "$nn" -ge $REP_MIN ] || [ "$fn" -ge $REP_MIN ]; }; then
+            [ "$nn" -ge $REP_MIN ] && trial_line "near" "$nv" "reps $nn/$fn"
+            [ "$fn" -ge $REP_MIN ] && trial_line "far" "$fv" "reps $nn/$fn"
+        else
+            trial_line "$state" "$v" trial
+        fi
     done < <(printf '%s\n' "$out" | values "$b")
     if [ $got = 0 ]; then
         echo "bench=$b impl=$i state=$state probe_ns=$before/$PROBE_NS round=$r load1=$load status=failed rc=$rc log=$log" |
@@ -479,13 +500,16 @@ table() {
         row = b SUBSEP s SUBSEP st
         if (!(row in seen)) { seen[row] = 1; rows[++nrows] = row }
         if (!((b, i) in hasimpl)) { hasimpl[b, i] = 1; impls[b] = impls[b] " " i }
+        # The probes around the trial count where its label is theirs (a
+        # result labelled by its repetitions may be of another state).
+        tst = kv("trial_state"); if (tst == "") tst = st
         split(kv("probe_ns"), pr, "/")
-        if (pr[1] ~ /^[0-9.]+$/) { pk = "probe" SUBSEP st; val[pk, ++cnt[pk]] = pr[1] + 0 }
+        if (st == tst && pr[1] ~ /^[0-9.]+$/) { pk = "probe" SUBSEP st; val[pk, ++cnt[pk]] = pr[1] + 0 }
         split(kv("ring_ns"), rg, "/")
-        if (rg[1] ~ /^[0-9.]+$/) { pk = "ring" SUBSEP st; val[pk, ++cnt[pk]] = rg[1] + 0 }
+        if (st == tst && rg[1] ~ /^[0-9.]+$/) { pk = "ring" SUBSEP st; val[pk, ++cnt[pk]] = rg[1] + 0 }
         # Small-message latency above the floor of the same trial: what the
         # software adds, whichever state the machine was in.
-        if (b == "lat" && s == 8 && st == "near" && rg[1] ~ /^[0-9.]+$/) {
+        if (b == "lat" && s == 8 && st == "near" && tst == "near" && rg[1] ~ /^[0-9.]+$/) {
             pk = "over" SUBSEP i
             if (!(pk in cnt)) overimpl[++nover] = i
             val[pk, ++cnt[pk]] = v * 1000 - rg[1]

@@ -111,9 +111,11 @@ static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
     long iters = bench_iters_for(b, f->size);
     double *v = calloc((size_t)b->reps, sizeof(*v));
     double *rt = calloc((size_t)(b->reps * iters), sizeof(*rt));
+    double *ns = calloc((size_t)b->reps + 1, sizeof(*ns));
     int peer = 1 - b->rank;
     for (long r = 0; r < b->reps; r++) {
         double t0 = 0, prev = 0;
+        ns[r] = bench_rep_probe(b);
         for (long i = 0; i < b->warmup + iters; i++) {
             uint64_t x = ++*next;
             int last = i == b->warmup + iters - 1;
@@ -135,19 +137,23 @@ static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
         }
         v[r] = (bench_now_us() - t0) / (2.0 * (double)iters);
     }
+    ns[b->reps] = bench_rep_probe(b);
     if (b->rank == 0) {
         long n = b->reps * iters;
+        char states[160];
+        bench_rep_states(b, v, ns, b->reps, states, sizeof states);
         bench_stats_t st = bench_stats(v, b->reps);
         qsort(rt, (size_t)n, sizeof(*rt), probe_cmp_double);
         printf("bench=ptl_flag_pingpong wait=%s target=%s size=%zu iters=%ld reps=%ld "
                "median_us=%.3f min_us=%.3f p90_us=%.3f iter_p50_us=%.3f iter_p99_us=%.3f "
-               "iter_max_us=%.1f pause=%d\n",
+               "iter_max_us=%.1f pause=%d%s\n",
                by_ct ? "ct" : "memory", b->heap ? "heap" : "malloc", f->size, iters, b->reps,
                st.median, st.min, st.p90, rt[n / 2], rt[n * 99 / 100], rt[n - 1],
-               !by_ct && f->pause);
+               !by_ct && f->pause, states);
         fflush(stdout);
     }
     free(rt);
+    free(ns);
     free(v);
 }
 

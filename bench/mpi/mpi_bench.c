@@ -35,12 +35,17 @@
  * Output: one key=value line per size from rank 0 (ring: np=N as well), e.g.
  *   bench=mpi_pingpong size=8 iters=10000 reps=11 median_us=0.101 min_us=... p90_us=...
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* (probe_util.h's pinning) */
+#endif
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "probe_util.h" /* (bench/: compare.sh passes -I) */
 
 typedef enum {
     MODE_PINGPONG, MODE_PUT_PINGPONG, MODE_BW, MODE_MSGRATE, MODE_FADD, MODE_GET, MODE_RING
@@ -54,6 +59,11 @@ typedef struct {
     int     rank, size;
     char   *sbuf, *rbuf;
     MPI_Request *req;
+    /* the per-repetition state probe (probe_util.h; ping-pongs): a line in
+     * an MPI shared-memory window, NULL without one */
+    MPI_Win probe_win;
+    probe_rep_line_t *probe_line;
+    uint64_t probe_next;
 } opts_t;
 
 typedef struct {
@@ -373,6 +383,53 @@ static double stream_once(const opts_t *o, size_t size, long iters)
     return (now_us() - t0) * 1e-6;
 }
 
+/* ------------------------------------------------------------ state probe */
+
+/* The probe's line: rank 0's part of an MPI-3 shared-memory window over
+ * the node's processes (both ranks of a ping-pong run on one node here). */
+static void probe_setup(opts_t *o)
+{
+    MPI_Comm node;
+    o->probe_win = MPI_WIN_NULL;
+    o->probe_line = NULL;
+    o->probe_next = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        return;
+    int nsize;
+    MPI_Comm_size(node, &nsize);
+    void *base = NULL;
+    /* Open MPI 4.1's segment starts 8 bytes past a line: a line's room
+     * more, and the line at the first boundary in it (the same place in
+     * both mappings: they share the page offset). */
+    MPI_Aint want = 2 * (MPI_Aint)sizeof(probe_rep_line_t);
+    if (nsize == o->size && MPI_Win_allocate_shared(o->rank == 0 ? want : 0, 1, MPI_INFO_NULL,
+                                                    node, &base, &o->probe_win) == MPI_SUCCESS) {
+        MPI_Aint len;
+        int unit;
+        char *seg = NULL;
+        if (MPI_Win_shared_query(o->probe_win, 0, &len, &unit, &seg) == MPI_SUCCESS && seg &&
+            len >= want)
+            o->probe_line = (probe_rep_line_t *)(seg + ((64 - ((uintptr_t)seg & 63)) & 63));
+        if (o->probe_line && o->rank == 0)
+            memset(o->probe_line, 0, sizeof(probe_rep_line_t));
+    }
+    MPI_Comm_free(&node);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* One probe (ranks 0 and 1 at the same point): rank 0's one-way ns, 0 on
+ * rank 1, -1 without a line (or once the other side did not answer). */
+static double probe_once(opts_t *o)
+{
+    if (!o->probe_line || o->rank > 1)
+        return -1;
+    double ns = probe_rep_run(o->probe_line, o->rank == 0, &o->probe_next);
+    if (ns < 0)
+        o->probe_line = NULL;
+    return ns;
+}
+
 /* ------------------------------------------------------------ driver */
 
 static void run_latency(opts_t *o, putwin_t *w, double *v)
@@ -382,10 +439,14 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
                        : o->mode == MODE_GET          ? "mpi_get"
                        : o->mode == MODE_RING         ? "mpi_ring"
                                                       : "mpi_fadd";
+    /* The ping-pongs label each repetition (probe_util.h). */
+    int probed = o->mode == MODE_PINGPONG || o->mode == MODE_PUT_PINGPONG;
+    double *ns = calloc((size_t)o->reps + 1, sizeof(*ns)), *tmp = calloc((size_t)o->reps, sizeof(*tmp));
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         long iters = iters_for(o, size);
         for (long r = 0; r < o->reps; r++) {
             MPI_Barrier(MPI_COMM_WORLD);
+            ns[r] = probed ? probe_once(o) : -1;
             if (o->mode == MODE_PINGPONG)
                 v[r] = pingpong_once(o, size, iters);
             else if (o->mode == MODE_PUT_PINGPONG)
@@ -397,15 +458,23 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
             else
                 v[r] = fadd_once(o, w, iters);
         }
+        ns[o->reps] = probed ? probe_once(o) : -1;
         if (o->rank == 0) {
+            char states[160] = "";
+            if (ns[0] >= 0) {
+                states[0] = ' ';
+                probe_rep_keys(v, ns, o->reps, tmp, "us", states + 1, sizeof states - 1);
+            }
             stats_t st = stats_of(v, o->reps);
             printf("bench=%s np=%d size=%zu iters=%ld reps=%ld median_us=%.3f min_us=%.3f "
-                   "p90_us=%.3f offset=%ld roffset=%ld\n",
+                   "p90_us=%.3f offset=%ld roffset=%ld%s\n",
                    name, o->size, size, iters, o->reps, st.median, st.min, st.p90, o->offset,
-                   o->roffset);
+                   o->roffset, states);
             fflush(stdout);
         }
     }
+    free(ns);
+    free(tmp);
 }
 
 static void run_stream(opts_t *o, double *v)
@@ -475,6 +544,7 @@ int main(int argc, char **argv)
     double *v;
 
     memset(&o, 0, sizeof(o));
+    o.probe_win = MPI_WIN_NULL;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &o.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &o.size);
@@ -501,6 +571,8 @@ int main(int argc, char **argv)
         MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win);
         MPI_Barrier(MPI_COMM_WORLD);
     }
+    if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG)
+        probe_setup(&o);
     if (o.mode != MODE_BW && o.mode != MODE_MSGRATE)
         run_latency(&o, &w, v);
     else
@@ -511,6 +583,8 @@ int main(int argc, char **argv)
         MPI_Win_unlock_all(w.win);
         MPI_Win_free(&w.win);
     }
+    if (o.probe_win != MPI_WIN_NULL)
+        MPI_Win_free(&o.probe_win);
 
     free(v);
     free(o.req);

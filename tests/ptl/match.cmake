@@ -34,6 +34,18 @@ if(XP_BUILD_BENCH AND TARGET xprun)
     endif()
     math(EXPR _i "${_i} + 1")
   endforeach()
+  # The ping-pongs label each repetition near or far (bench/probe_util.h),
+  # unless told not to.
+  add_test(NAME bench_smoke_state_keys
+           COMMAND $<TARGET_FILE:xprun> -n 2 --timeout 30 $<TARGET_FILE:ptl_pingpong>
+                   --min-size 8 --max-size 8 --iters 50 --reps 3)
+  set_tests_properties(bench_smoke_state_keys PROPERTIES TIMEOUT 40 LABELS "mp;bench"
+                       PASS_REGULAR_EXPRESSION "near_reps=[0-3] near_median_us=[-0-9.]+ far_reps=[0-3] far_median_us=[-0-9.]+")
+  add_test(NAME bench_smoke_no_state_probe
+           COMMAND $<TARGET_FILE:xprun> -n 2 --timeout 30 $<TARGET_FILE:ptl_pingpong>
+                   --min-size 8 --max-size 8 --iters 50 --reps 3 --no-state-probe)
+  set_tests_properties(bench_smoke_no_state_probe PROPERTIES TIMEOUT 40 LABELS "mp;bench"
+                       FAIL_REGULAR_EXPRESSION "near_reps")
   # An option a benchmark does not honour is refused (exit 2), before any
   # Portals call: ptl_msgrate has no ME variant.
   add_test(NAME bench_smoke_option_refused COMMAND $<TARGET_FILE:ptl_msgrate> --me)
