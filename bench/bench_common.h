@@ -64,6 +64,9 @@ typedef struct {
      * and 1; NULL: no probes (not under xprun, or the mapping failed) */
     probe_rep_line_t *rep_line;
     uint64_t          rep_next;
+    /* bench_stream, rank 0: the probes around its repetitions (reps + 1),
+     * for report(); NULL when the target does not take part (--uncounted) */
+    double           *rep_ns;
 } bench_t;
 
 static inline void bench_die(const char *what, int rc)
@@ -327,19 +330,28 @@ static inline double bench_rep_probe(bench_t *b)
     return ns;
 }
 
-/* Rank 0: the per-state keys (probe_util.h) of reps results v[] (µs)
- * between probes ns[0..reps], with a leading space, into out; "" without
- * probes. Before bench_stats, which sorts v. */
-static inline void bench_rep_states(const bench_t *b, const double *v, const double *ns,
-                                    long reps, char *out, size_t room)
+/* Rank 0: the per-state keys (probe_util.h) of reps results v[] in `unit`
+ * (us, mps, gbs) between probes ns[0..reps], with a leading space, into
+ * out; "" without probes (ns NULL or ns[0] < 0). Before bench_stats, which
+ * sorts v. */
+static inline void bench_rep_states_in(const bench_t *b, const double *v, const double *ns,
+                                       long reps, const char *unit, char *out, size_t room)
 {
-    double *tmp = b->rank == 0 && ns[0] >= 0 ? calloc((size_t)reps, sizeof(*tmp)) : NULL;
+    double *tmp =
+        b->rank == 0 && ns && ns[0] >= 0 ? calloc((size_t)reps, sizeof(*tmp)) : NULL;
     out[0] = '\0';
     if (!tmp)
         return;
     out[0] = ' ';
-    probe_rep_keys(v, ns, reps, tmp, "us", out + 1, room - 1);
+    probe_rep_keys(v, ns, reps, tmp, unit, out + 1, room - 1);
     free(tmp);
+}
+
+/* The same in µs (the ping-pongs). */
+static inline void bench_rep_states(const bench_t *b, const double *v, const double *ns,
+                                    long reps, char *out, size_t room)
+{
+    bench_rep_states_in(b, v, ns, reps, "us", out, room);
 }
 
 /* Initialise Portals, learn rank/size, set up the barrier and synchronise. */
@@ -631,7 +643,8 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
  * --uncounted (an OpenSHMEM target: its entry counts nothing) makes no call
  * until the barrier after the last size. Per size, the result of each
  * repetition is seconds for b->window * iters messages.
- * report(b, size, iters, v_seconds) prints (rank 0). */
+ * report(b, size, iters, v_seconds) prints (rank 0), with b->rep_ns the
+ * state probes around the repetitions (bench_rep_states_in). */
 typedef void (*bench_report_t)(const bench_t *b, size_t size, long iters, double *sec);
 
 /* The smallest window whose PtlPut calls bench_stream times apart
@@ -652,7 +665,9 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     uint64_t count = 0;
 
     b->issue = calloc((size_t)b->reps, sizeof(*b->issue));
-    if (!v || !b->issue)
+    /* The target of --uncounted makes no call until the end: no probes. */
+    b->rep_ns = b->uncounted ? NULL : calloc((size_t)b->reps + 1, sizeof(*b->rep_ns));
+    if (!v || !b->issue || (!b->uncounted && !b->rep_ns))
         bench_die("calloc", 0);
     if (b->size < 2 && b->rank == 0)
         fprintf(stderr, "needs 2 processes (xprun -n 2)\n");
@@ -674,6 +689,8 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
             iters = 3;
         for (long r = 0; r < b->reps; r++) {
             double t0 = 0, issue = 0;
+            if (b->rep_ns)
+                b->rep_ns[r] = bench_rep_probe(b);
             /* (Two clock reads per window, tens of ns: timed only from
              * BENCH_ISSUE_MIN puts up, where they weigh little against
              * the window's puts.) */
@@ -701,6 +718,8 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
             v[r] = (bench_now_us() - t0) * 1e-6;
             b->issue[r] = issue * 1e-6;
         }
+        if (b->rep_ns)
+            b->rep_ns[b->reps] = bench_rep_probe(b);
         if (b->rank == 0)
             report(b, size, iters, v);
         fflush(stdout);
@@ -715,7 +734,9 @@ static inline void bench_stream(bench_t *b, bench_report_t report)
     PtlNIFini(ni);
     free(v);
     free(b->issue);
+    free(b->rep_ns);
     b->issue = NULL;
+    b->rep_ns = NULL;
     bench_free_buf(b, rbuf);
     bench_free_buf(b, sbuf);
 }

@@ -380,10 +380,12 @@ values() {
         if (size == "") next
         if (csv == "") {
             v = kv(b ~ /^bw/ ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
-            # the ping-pongs per state of their repetitions (probe_util.h)
+            # per state of their repetitions (probe_util.h): the ping-pongs
+            # and the streams
+            u = b ~ /^bw/ ? "gbs" : b == "msgrate" ? "mps" : "us"
             nn = kv("near_reps"); fn = kv("far_reps")
             if (v != "" && nn != "" && fn != "")
-                print size, v, kv("near_median_us"), nn, kv("far_median_us"), fn
+                print size, v, kv("near_median_" u), nn, kv("far_median_" u), fn
             else if (v != "")
                 print size, v
             next

@@ -18,7 +18,13 @@
 
 static void report(const bench_t *b, size_t size, long iters, double *sec)
 {
-    double msgs = (double)b->window * (double)iters;
+    double msgs = (double)b->window * (double)iters, *rate = calloc((size_t)b->reps, sizeof(*rate));
+    char states[192] = "";
+    for (long r = 0; rate && r < b->reps; r++)
+        rate[r] = msgs / sec[r];
+    if (rate)
+        bench_rep_states_in(b, rate, b->rep_ns, b->reps, "mps", states, sizeof states);
+    free(rate);
     bench_stats_t st = bench_stats(sec, b->reps);
     bench_stats_t is = bench_stats(b->issue, b->reps);
     char put[32] = "NA";
@@ -26,10 +32,10 @@ static void report(const bench_t *b, size_t size, long iters, double *sec)
         snprintf(put, sizeof put, "%.3f", is.median * 1e6 / msgs);
     printf("bench=ptl_msgrate size=%zu window=%ld iters=%ld reps=%ld median_mps=%.0f "
            "max_mps=%.0f p10_mps=%.0f median_us_per_msg=%.3f median_put_us=%s buffers=%s "
-           "target=%s\n",
+           "target=%s%s\n",
            size, b->window, iters, b->reps, msgs / st.median, msgs / st.min, msgs / st.p90,
            st.median * 1e6 / msgs, put, b->heap ? "heap" : "malloc",
-           b->uncounted ? "uncounted" : "counted");
+           b->uncounted ? "uncounted" : "counted", states);
 }
 
 int main(int argc, char **argv)

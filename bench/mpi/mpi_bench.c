@@ -479,6 +479,8 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
 
 static void run_stream(opts_t *o, double *v)
 {
+    double *ns = calloc((size_t)o->reps + 1, sizeof(*ns)), *x = calloc((size_t)o->reps, sizeof(*x));
+    double *tmp = calloc((size_t)o->reps, sizeof(*tmp));
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         /* at most ~256 MiB per repetition, as bench_stream does */
         double cap = 268435456.0 / ((double)(size ? size : 1) * (double)o->window);
@@ -487,24 +489,38 @@ static void run_stream(opts_t *o, double *v)
             iters = 3;
         for (long r = 0; r < o->reps; r++) {
             MPI_Barrier(MPI_COMM_WORLD);
+            ns[r] = probe_once(o);
             v[r] = stream_once(o, size, iters);
         }
+        ns[o->reps] = probe_once(o);
         if (o->rank != 0)
             continue;
-        stats_t st = stats_of(v, o->reps); /* seconds: fastest first */
         double msgs = (double)o->window * (double)iters, bytes = msgs * (double)size;
+        /* The states of the repetitions (probe_util.h), in the unit printed. */
+        char states[192] = "";
+        for (long r = 0; r < o->reps; r++)
+            x[r] = o->mode == MODE_BW ? bytes / v[r] * 1e-9 : msgs / v[r];
+        if (ns[0] >= 0 && x && tmp) {
+            states[0] = ' ';
+            probe_rep_keys(x, ns, o->reps, tmp, o->mode == MODE_BW ? "gbs" : "mps", states + 1,
+                           sizeof states - 1);
+        }
+        stats_t st = stats_of(v, o->reps); /* seconds: fastest first */
         if (o->mode == MODE_BW)
             printf("bench=mpi_bw size=%zu window=%ld iters=%ld reps=%ld median_gbs=%.3f "
-                   "max_gbs=%.3f p10_gbs=%.3f offset=%ld roffset=%ld\n",
+                   "max_gbs=%.3f p10_gbs=%.3f offset=%ld roffset=%ld%s\n",
                    size, o->window, iters, o->reps, bytes / st.median * 1e-9,
-                   bytes / st.min * 1e-9, bytes / st.p90 * 1e-9, o->offset, o->roffset);
+                   bytes / st.min * 1e-9, bytes / st.p90 * 1e-9, o->offset, o->roffset, states);
         else
             printf("bench=mpi_msgrate size=%zu window=%ld iters=%ld reps=%ld median_mps=%.0f "
-                   "max_mps=%.0f p10_mps=%.0f median_us_per_msg=%.3f\n",
+                   "max_mps=%.0f p10_mps=%.0f median_us_per_msg=%.3f%s\n",
                    size, o->window, iters, o->reps, msgs / st.median, msgs / st.min,
-                   msgs / st.p90, st.median * 1e6 / msgs);
+                   msgs / st.p90, st.median * 1e6 / msgs, states);
         fflush(stdout);
     }
+    free(ns);
+    free(x);
+    free(tmp);
 }
 
 /* The target word must hold the number of fetch-adds done; rank 0 knows
@@ -571,7 +587,8 @@ int main(int argc, char **argv)
         MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win);
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG)
+    if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG || o.mode == MODE_BW ||
+        o.mode == MODE_MSGRATE)
         probe_setup(&o);
     if (o.mode != MODE_BW && o.mode != MODE_MSGRATE)
         run_latency(&o, &w, v);

@@ -34,13 +34,17 @@ if(XP_BUILD_BENCH AND TARGET xprun)
     endif()
     math(EXPR _i "${_i} + 1")
   endforeach()
-  # The ping-pongs label each repetition near or far (bench/probe_util.h),
-  # unless told not to.
+  # The ping-pongs and streams label each repetition near or far
+  # (bench/probe_util.h), unless told not to.
   add_test(NAME bench_smoke_state_keys
            COMMAND $<TARGET_FILE:xprun> -n 2 --timeout 30 $<TARGET_FILE:ptl_pingpong>
                    --min-size 8 --max-size 8 --iters 50 --reps 3)
   set_tests_properties(bench_smoke_state_keys PROPERTIES TIMEOUT 40 LABELS "mp;bench"
                        PASS_REGULAR_EXPRESSION "near_reps=[0-3] near_median_us=[-0-9.]+ far_reps=[0-3] far_median_us=[-0-9.]+")
+  add_test(NAME bench_smoke_state_keys_stream
+           COMMAND $<TARGET_FILE:xprun> -n 2 --timeout 30 $<TARGET_FILE:ptl_msgrate> --iters 5 --reps 3)
+  set_tests_properties(bench_smoke_state_keys_stream PROPERTIES TIMEOUT 40 LABELS "mp;bench"
+                       PASS_REGULAR_EXPRESSION "near_reps=[0-3] near_median_mps=[-0-9.]+ far_reps=[0-3] far_median_mps=[-0-9.]+")
   add_test(NAME bench_smoke_no_state_probe
            COMMAND $<TARGET_FILE:xprun> -n 2 --timeout 30 $<TARGET_FILE:ptl_pingpong>
                    --min-size 8 --max-size 8 --iters 50 --reps 3 --no-state-probe)
