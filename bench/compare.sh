@@ -287,7 +287,7 @@ impls_of() {
         x=$out
     fi
     case "$1" in
-    lat) echo "$x xportals_put mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
+    lat) echo "$x xportals_put xportals_put_pause mpich mpich_put openmpi openmpi_put ucx_tag ucx_put" ;;
     bw) echo "$x xportals_heap mpich openmpi ucx_tag ucx_put" ;;
     bwoff) echo "$x mpich openmpi" ;;
     msgrate) echo "$x mpich openmpi ucx_tag" ;;
@@ -317,6 +317,10 @@ command_for() {
         # in memory (ptl/direct.h's copies through the mapping), as ucx_put; above 8 B
         # the data, then the flag (two puts)
         xp ptl_flag_pingpong --heap $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
+    lat/xportals_put_pause) # the same, a pause after each look at the flag, as Sandia
+        # OpenSHMEM's shmem_wait_until (SPINLOCK_BODY) and as the peers' loops, which make a
+        # library call per look (MPI_Win_sync, ucx_perftest's progress)
+        xp ptl_flag_pingpong --heap --pause $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/mpich) mpich --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/mpich_put) mpich --mode put_pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
     lat/openmpi) openmpi --mode pingpong $(lat_range) --iters $LAT_ITERS --reps $LAT_REPS ;;
