@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     ptl_ct_event_t ev;
     uint64_t local_target = 0, operand = 1, result = 0, count = 0;
     uint64_t *target = b.heap ? bench_alloc_buf(&b, sizeof(*target)) : &local_target;
-    double *v = calloc((size_t)b.reps, sizeof(*v));
+    double *v = calloc((size_t)b.reps, sizeof(*v)), *ns = calloc((size_t)b.reps + 1, sizeof(*ns));
     int active = b.rank < 2 && b.size >= 2;
 
     if (b.size < 2 && b.rank == 0)
@@ -42,6 +42,9 @@ int main(int argc, char **argv)
 
     for (long r = 0; active && r < b.reps; r++) {
         double t0 = 0;
+        /* (With --heap rank 1 has nothing to serve: it waits in the probe
+         * for the end of rank 0's repetition.) */
+        ns[r] = bench_rep_probe(&b);
         if (b.rank == 1) {
             count += (uint64_t)(b.warmup + b.iters);
             if (!b.heap)
@@ -59,6 +62,8 @@ int main(int argc, char **argv)
         }
         v[r] = (bench_now_us() - t0) / (double)b.iters;
     }
+    if (active)
+        ns[b.reps] = bench_rep_probe(&b);
     bench_barrier(&b);
     if (active && b.rank == 1 && *target != count) {
         fprintf(stderr, "ptl_atomic_lat: target %" PRIu64 " after %" PRIu64 " fetch-adds\n",
@@ -66,11 +71,15 @@ int main(int argc, char **argv)
         exit(1);
     }
     if (active && b.rank == 0) {
+        char states[160];
+        bench_rep_states(&b, v, ns, b.reps, states, sizeof states);
         bench_stats_t st = bench_stats(v, b.reps);
         printf("bench=ptl_atomic_lat op=fetch_sum type=uint64 size=8 target=%s iters=%ld reps=%ld "
-               "median_us=%.3f min_us=%.3f p90_us=%.3f last_result=%" PRIu64 "\n",
-               b.heap ? "heap" : "stack", b.iters, b.reps, st.median, st.min, st.p90, result);
+               "median_us=%.3f min_us=%.3f p90_us=%.3f last_result=%" PRIu64 "%s\n",
+               b.heap ? "heap" : "stack", b.iters, b.reps, st.median, st.min, st.p90, result,
+               states);
     }
+    free(ns);
     PtlMDRelease(get_md);
     PtlMDRelease(put_md);
     PtlLEUnlink(le);

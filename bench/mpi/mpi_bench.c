@@ -439,8 +439,8 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
                        : o->mode == MODE_GET          ? "mpi_get"
                        : o->mode == MODE_RING         ? "mpi_ring"
                                                       : "mpi_fadd";
-    /* The ping-pongs label each repetition (probe_util.h). */
-    int probed = o->mode == MODE_PINGPONG || o->mode == MODE_PUT_PINGPONG;
+    /* The ping-pongs and the fetch-add label each repetition (probe_util.h). */
+    int probed = o->mode == MODE_PINGPONG || o->mode == MODE_PUT_PINGPONG || o->mode == MODE_FADD;
     double *ns = calloc((size_t)o->reps + 1, sizeof(*ns)), *tmp = calloc((size_t)o->reps, sizeof(*tmp));
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         long iters = iters_for(o, size);
@@ -588,7 +588,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     }
     if (o.mode == MODE_PINGPONG || o.mode == MODE_PUT_PINGPONG || o.mode == MODE_BW ||
-        o.mode == MODE_MSGRATE)
+        o.mode == MODE_MSGRATE || o.mode == MODE_FADD)
         probe_setup(&o);
     if (o.mode != MODE_BW && o.mode != MODE_MSGRATE)
         run_latency(&o, &w, v);
