@@ -486,40 +486,29 @@ static int pending_pred(void *arg)
     return xp_tl_pending();
 }
 
-/* The sleeper's half of the doorbell protocol (util/atomic.c): seen, then
- * the mark (xp_doorbell_arm), then sleepers++, then before_sleep (the
- * membarrier that stands in for the fence XP_SHM_ASYM_FENCE senders leave
- * out), then pred, then the futex.
- * Packets arriving after that check ring us because they see sleepers != 0.
- * A poller's pred must include xp_tl_pending(): a packet that arrived while
- * nobody slept rang nobody, so only that look keeps us awake for it.
- * One such sleep, until deadline_ns: XP_OK when pred already held,
- * XP_ERR_TIMEOUT at the deadline, XP_ERR_AGAIN when woken (or raced: check
- * again). Without `fenced` it skips before_sleep, and a packet whose sender
- * did not see us yet may not ring us (xp_tl_nap). */
+/* before_sleep of every open transport (the membarrier that stands in for
+ * the fence XP_SHM_ASYM_FENCE senders leave out): xp_doorbell_sleep's
+ * `before`. */
+static void transports_before_sleep(void *arg)
+{
+    struct xp_tl_state *st = arg;
+    for (int i = 0; i < st->nopen; i++)
+        if (OPS_HAS(st->open[i].ops, before_sleep))
+            st->open[i].ops->before_sleep(st->open[i].tl);
+}
+
+/* One sleep on the process doorbell (xp_doorbell_sleep, the sleeper's half
+ * of the protocol in util/atomic.c), with the transports' before_sleep.
+ * Packets arriving after its look at pred ring us because they see
+ * sleepers != 0. A poller's pred must include xp_tl_pending(): a packet
+ * that arrived while nobody slept rang nobody, so only that look keeps us
+ * awake for it. Without `fenced` it skips before_sleep, and a packet whose
+ * sender did not see us yet may not ring us (xp_tl_nap). */
 static xp_status_t sleep_once(struct xp_tl_state *st, xp_wait_pred_t pred, void *arg,
                               uint64_t deadline_ns, int fenced)
 {
-    xp_doorbell_t *db = st->params.doorbell;
-    uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
-    xp_doorbell_arm(db);
-    __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-    for (int i = 0; fenced && i < st->nopen; i++)
-        if (OPS_HAS(st->open[i].ops, before_sleep))
-            st->open[i].ops->before_sleep(st->open[i].tl);
-    xp_status_t s = XP_OK;
-    uint64_t now;
-    if (!pred(arg)) {
-        now = xp_time_ns();
-        s = now >= deadline_ns ? XP_ERR_TIMEOUT
-                               : xp_futex_wait(&db->seq, seen,
-                                               deadline_ns == UINT64_MAX ? UINT64_MAX
-                                                                         : deadline_ns - now);
-        if (s == XP_OK)
-            s = XP_ERR_AGAIN;
-    }
-    __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-    return s;
+    return xp_doorbell_sleep(st->params.doorbell, pred, arg, deadline_ns,
+                             fenced ? transports_before_sleep : NULL, st);
 }
 
 xp_status_t xp_tl_wait(xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)

@@ -99,6 +99,28 @@ void xp_doorbell_ring(xp_doorbell_t *db)
         xp_futex_wake(&db->seq, INT_MAX);
 }
 
+xp_status_t xp_doorbell_sleep(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg,
+                              uint64_t deadline_ns, void (*before)(void *), void *before_arg)
+{
+    uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+    xp_doorbell_arm(db);
+    __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+    if (before)
+        before(before_arg);
+    xp_status_t s = XP_OK;
+    if (!pred(arg)) {
+        uint64_t now = xp_time_ns();
+        s = now >= deadline_ns ? XP_ERR_TIMEOUT
+                               : xp_futex_wait(&db->seq, seen,
+                                               deadline_ns == UINT64_MAX ? UINT64_MAX
+                                                                         : deadline_ns - now);
+        if (s == XP_OK)
+            s = XP_ERR_AGAIN;
+    }
+    __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+    return s;
+}
+
 xp_status_t xp_doorbell_wait(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg, uint64_t deadline_ns)
 {
     long spins = spin_count();
@@ -107,25 +129,13 @@ xp_status_t xp_doorbell_wait(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg, 
             return XP_OK;
         xp_cpu_relax();
     }
-    for (;;) {
-        uint32_t seen = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
-        xp_doorbell_arm(db);
-        __atomic_fetch_add(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-        if (pred(arg)) {
-            __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-            return XP_OK;
-        }
-        uint64_t now = xp_time_ns();
-        if (now >= deadline_ns) {
-            __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-            return XP_ERR_TIMEOUT;
-        }
-        xp_status_t st = xp_futex_wait(&db->seq, seen,
-                                       deadline_ns == UINT64_MAX ? UINT64_MAX : deadline_ns - now);
-        __atomic_fetch_sub(&db->sleepers, 1, __ATOMIC_SEQ_CST);
-        if (st != XP_OK && st != XP_ERR_TIMEOUT)
-            return st;
-    }
+    xp_status_t s;
+    while ((s = xp_doorbell_sleep(db, pred, arg, deadline_ns, NULL, NULL)) == XP_ERR_AGAIN)
+        ;
+    /* A sleep that timed out looks once more (its wake may have raced). */
+    if (s == XP_ERR_TIMEOUT && pred(arg))
+        return XP_OK;
+    return s;
 }
 
 /* Spin reading (not exchanging: the line stays shared while held), and

@@ -132,6 +132,14 @@ static inline void xp_doorbell_arm(xp_doorbell_t *db)
     __atomic_store_n(&db->armed, 1, __ATOMIC_SEQ_CST);
 }
 void xp_doorbell_ring(xp_doorbell_t *db);
+/* The sleeper's half of the protocol, once (util/atomic.c): seq into
+ * `seen`, the mark, sleepers++, before(before_arg) if not NULL (a fence
+ * that stands in for one senders leave out), pred, the futex until
+ * deadline_ns, sleepers--. XP_OK when pred held, XP_ERR_TIMEOUT at the
+ * deadline, XP_ERR_AGAIN when woken (or raced: look again), else the
+ * futex's error. */
+xp_status_t xp_doorbell_sleep(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg,
+                              uint64_t deadline_ns, void (*before)(void *), void *before_arg);
 /* Spin-then-sleep until pred(arg) holds or the deadline passes. */
 xp_status_t xp_doorbell_wait(xp_doorbell_t *db, xp_wait_pred_t pred, void *arg, uint64_t deadline_ns);
 
