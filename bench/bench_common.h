@@ -288,14 +288,14 @@ static inline void bench_rep_probe_setup(bench_t *b)
     int fd = -1;
     b->rep_line = NULL;
     b->rep_next = 1;
-    if (b->no_state_probe) /* (every rank has the same options) */
+    /* (every rank has the same options and environment) */
+    if (b->no_state_probe || !job || b->size < 2)
         return;
-    if (job && b->size >= 2 && b->rank < 2)
-        snprintf(name, sizeof name, "/xpbench-probe-%.64s", job);
-    for (size_t i = 1; job && name[i]; i++) /* (one path component) */
+    snprintf(name, sizeof name, "/xpbench-probe-%.64s", job);
+    for (size_t i = 1; name[i]; i++) /* (one path component) */
         if (name[i] == '/')
             name[i] = '_';
-    if (job && b->size >= 2 && b->rank == 0) {
+    if (b->rank == 0) {
         fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd >= 0 && ftruncate(fd, sizeof(probe_rep_line_t)) != 0) {
             close(fd);
@@ -303,7 +303,7 @@ static inline void bench_rep_probe_setup(bench_t *b)
         }
     }
     bench_barrier(b);
-    if (job && b->size >= 2 && b->rank == 1)
+    if (b->rank == 1)
         fd = shm_open(name, O_RDWR, 0);
     if (fd >= 0) {
         void *p = mmap(NULL, sizeof(probe_rep_line_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -311,7 +311,7 @@ static inline void bench_rep_probe_setup(bench_t *b)
         b->rep_line = p == MAP_FAILED ? NULL : p;
     }
     bench_barrier(b);
-    if (job && b->size >= 2 && b->rank == 0)
+    if (b->rank == 0)
         shm_unlink(name);
 }
 
@@ -330,28 +330,17 @@ static inline double bench_rep_probe(bench_t *b)
     return ns;
 }
 
-/* Rank 0: the per-state keys (probe_util.h) of reps results v[] in `unit`
- * (us, mps, gbs) between probes ns[0..reps], with a leading space, into
- * out; "" without probes (ns NULL or ns[0] < 0). Before bench_stats, which
- * sorts v. */
-static inline void bench_rep_states_in(const bench_t *b, const double *v, const double *ns,
-                                       long reps, const char *unit, char *out, size_t room)
-{
-    double *tmp =
-        b->rank == 0 && ns && ns[0] >= 0 ? calloc((size_t)reps, sizeof(*tmp)) : NULL;
-    out[0] = '\0';
-    if (!tmp)
-        return;
-    out[0] = ' ';
-    probe_rep_keys(v, ns, reps, tmp, unit, out + 1, room - 1);
-    free(tmp);
-}
-
-/* The same in µs (the ping-pongs). */
+/* Rank 0: what a line appends for reps results v[] between the state
+ * probes ns[0..reps] (probe_rep_suffix: per > 0 turns seconds into a rate
+ * per / v[r] in `unit`); "" elsewhere or without probes. */
 static inline void bench_rep_states(const bench_t *b, const double *v, const double *ns,
-                                    long reps, char *out, size_t room)
+                                    long reps, double per, const char *unit, char *out,
+                                    size_t room)
 {
-    bench_rep_states_in(b, v, ns, reps, "us", out, room);
+    if (b->rank == 0)
+        probe_rep_suffix(v, ns, reps, per, unit, out, room);
+    else
+        out[0] = '\0';
 }
 
 /* Initialise Portals, learn rank/size, set up the barrier and synchronise. */
@@ -606,7 +595,7 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
         }
         ns[b->reps] = bench_rep_probe(b);
         char states[160];
-        bench_rep_states(b, v, ns, b->reps, states, sizeof states);
+        bench_rep_states(b, v, ns, b->reps, 0, "us", states, sizeof states);
         bench_stats_t st = bench_stats(v, b->reps); /* (sorts v: after the keys) */
         if (b->rank == 0)
             printf("bench=%s list=%s size=%zu iters=%ld reps=%ld posted=%ld any_source=%d "
@@ -644,7 +633,7 @@ static inline void bench_pingpong(bench_t *b, const char *name, int matching)
  * until the barrier after the last size. Per size, the result of each
  * repetition is seconds for b->window * iters messages.
  * report(b, size, iters, v_seconds) prints (rank 0), with b->rep_ns the
- * state probes around the repetitions (bench_rep_states_in). */
+ * state probes around the repetitions (bench_rep_states). */
 typedef void (*bench_report_t)(const bench_t *b, size_t size, long iters, double *sec);
 
 /* The smallest window whose PtlPut calls bench_stream times apart

@@ -285,7 +285,7 @@ static int measure(const probe_opts_t *o, probe_line_t *line, double *v)
 
 int main(int argc, char **argv)
 {
-    probe_opts_t o = { { 0, 1 }, 2000, 15, 130.0, 1000.0, 200.0 };
+    probe_opts_t o = { { 0, 1 }, 2000, 15, PROBE_NEAR_NS, PROBE_BUSY_NS, 200.0 };
     probe_line_t *line;
     double *v;
     int rc;

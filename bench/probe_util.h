@@ -58,12 +58,14 @@ static inline int probe_cmp_double(const void *a, const void *b)
  * ping-pongs (bench_common.h, mpi/mpi_bench.c) therefore hand one line of
  * memory both processes map back and forth PROBE_REP_ITERS times before
  * each repetition and after the last: a repetition is near when the probes
- * on both sides of it are (one-way under PROBE_REP_NEAR_NS, c2c_probe's
- * --near-ns), far when both are not (and under PROBE_REP_BUSY_NS), mixed
+ * on both sides of it are (one-way under PROBE_NEAR_NS, c2c_probe's
+ * --near-ns), far when both are not (and under PROBE_BUSY_NS), mixed
  * otherwise. */
 #define PROBE_REP_ITERS 200
-#define PROBE_REP_NEAR_NS 130.0
-#define PROBE_REP_BUSY_NS 1000.0
+/* One-way times that make a state near (under) and busy (from): also
+ * c2c_probe's --near-ns and --busy-ns defaults. */
+#define PROBE_NEAR_NS 130.0
+#define PROBE_BUSY_NS 1000.0
 
 typedef struct {
     _Alignas(64) volatile uint64_t turn;
@@ -119,9 +121,9 @@ static inline double probe_rep_run(probe_rep_line_t *l, int leader, uint64_t *ne
  * between probes of one-way times a and b ns. */
 static inline char probe_rep_state(double a, double b)
 {
-    int na = a > 0 && a < PROBE_REP_NEAR_NS, nb = b > 0 && b < PROBE_REP_NEAR_NS;
-    int fa = a >= PROBE_REP_NEAR_NS && a < PROBE_REP_BUSY_NS;
-    int fb = b >= PROBE_REP_NEAR_NS && b < PROBE_REP_BUSY_NS;
+    int na = a > 0 && a < PROBE_NEAR_NS, nb = b > 0 && b < PROBE_NEAR_NS;
+    int fa = a >= PROBE_NEAR_NS && a < PROBE_BUSY_NS;
+    int fb = b >= PROBE_NEAR_NS && b < PROBE_BUSY_NS;
     return na && nb ? 'n' : fa && fb ? 'f' : 'm';
 }
 
@@ -150,6 +152,27 @@ static inline void probe_rep_keys(const double *v, const double *ns, long reps, 
         snprintf(fm, sizeof fm, "%.3f", med[1]);
     snprintf(out, room, "near_reps=%ld near_median_%s=%s far_reps=%ld far_median_%s=%s", cnt[0],
              unit, nm, cnt[1], unit, fm);
+}
+
+/* What a benchmark line appends for its repetitions: " " and
+ * probe_rep_keys' keys, or "" without probes (ns NULL, ns[0] < 0, or no
+ * memory). The value of repetition r is v[r], or per / v[r] when per > 0
+ * (a rate from seconds: messages, or 1e-9 bytes for GB/s). v is left as it
+ * is. */
+static inline void probe_rep_suffix(const double *v, const double *ns, long reps, double per,
+                                    const char *unit, char *out, size_t room)
+{
+    double *x = ns && ns[0] >= 0 ? calloc(2 * (size_t)reps, sizeof(*x)) : NULL;
+    out[0] = '\0';
+    if (!x || room < 2) {
+        free(x);
+        return;
+    }
+    for (long r = 0; r < reps; r++)
+        x[r] = per > 0 ? per / v[r] : v[r];
+    out[0] = ' ';
+    probe_rep_keys(x, ns, reps, x + reps, unit, out + 1, room - 1);
+    free(x);
 }
 
 #endif

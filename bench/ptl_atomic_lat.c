@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     }
     if (active && b.rank == 0) {
         char states[160];
-        bench_rep_states(&b, v, ns, b.reps, states, sizeof states);
+        bench_rep_states(&b, v, ns, b.reps, 0, "us", states, sizeof states);
         bench_stats_t st = bench_stats(v, b.reps);
         printf("bench=ptl_atomic_lat op=fetch_sum type=uint64 size=8 target=%s iters=%ld reps=%ld "
                "median_us=%.3f min_us=%.3f p90_us=%.3f last_result=%" PRIu64 "%s\n",

@@ -18,13 +18,8 @@
 static void report(const bench_t *b, size_t size, long iters, double *sec)
 {
     double bytes = (double)size * (double)b->window * (double)iters;
-    double *gbs = calloc((size_t)b->reps, sizeof(*gbs));
-    char states[192] = "";
-    for (long r = 0; gbs && r < b->reps; r++)
-        gbs[r] = bytes / sec[r] * 1e-9;
-    if (gbs)
-        bench_rep_states_in(b, gbs, b->rep_ns, b->reps, "gbs", states, sizeof states);
-    free(gbs);
+    char states[192];
+    bench_rep_states(b, sec, b->rep_ns, b->reps, bytes * 1e-9, "gbs", states, sizeof states);
     bench_stats_t st = bench_stats(sec, b->reps); /* sorted: fastest first */
     printf("bench=ptl_bw size=%zu buffers=%s window=%ld iters=%ld reps=%ld median_gbs=%.3f "
            "max_gbs=%.3f p10_gbs=%.3f target=%s offset=%ld roffset=%ld%s\n",

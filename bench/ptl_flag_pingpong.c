@@ -141,7 +141,7 @@ static void run(bench_t *b, flag_pp_t *f, int by_ct, uint64_t *next)
     if (b->rank == 0) {
         long n = b->reps * iters;
         char states[160];
-        bench_rep_states(b, v, ns, b->reps, states, sizeof states);
+        bench_rep_states(b, v, ns, b->reps, 0, "us", states, sizeof states);
         bench_stats_t st = bench_stats(v, b->reps);
         qsort(rt, (size_t)n, sizeof(*rt), probe_cmp_double);
         printf("bench=ptl_flag_pingpong wait=%s target=%s size=%zu iters=%ld reps=%ld "

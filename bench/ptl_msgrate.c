@@ -18,13 +18,9 @@
 
 static void report(const bench_t *b, size_t size, long iters, double *sec)
 {
-    double msgs = (double)b->window * (double)iters, *rate = calloc((size_t)b->reps, sizeof(*rate));
-    char states[192] = "";
-    for (long r = 0; rate && r < b->reps; r++)
-        rate[r] = msgs / sec[r];
-    if (rate)
-        bench_rep_states_in(b, rate, b->rep_ns, b->reps, "mps", states, sizeof states);
-    free(rate);
+    double msgs = (double)b->window * (double)iters;
+    char states[192];
+    bench_rep_states(b, sec, b->rep_ns, b->reps, msgs, "mps", states, sizeof states);
     bench_stats_t st = bench_stats(sec, b->reps);
     bench_stats_t is = bench_stats(b->issue, b->reps);
     char put[32] = "NA";

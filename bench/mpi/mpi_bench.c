@@ -441,7 +441,7 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
                                                       : "mpi_fadd";
     /* The ping-pongs and the fetch-add label each repetition (probe_util.h). */
     int probed = o->mode == MODE_PINGPONG || o->mode == MODE_PUT_PINGPONG || o->mode == MODE_FADD;
-    double *ns = calloc((size_t)o->reps + 1, sizeof(*ns)), *tmp = calloc((size_t)o->reps, sizeof(*tmp));
+    double *ns = calloc((size_t)o->reps + 1, sizeof(*ns));
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         long iters = iters_for(o, size);
         for (long r = 0; r < o->reps; r++) {
@@ -460,11 +460,8 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
         }
         ns[o->reps] = probed ? probe_once(o) : -1;
         if (o->rank == 0) {
-            char states[160] = "";
-            if (ns[0] >= 0) {
-                states[0] = ' ';
-                probe_rep_keys(v, ns, o->reps, tmp, "us", states + 1, sizeof states - 1);
-            }
+            char states[160];
+            probe_rep_suffix(v, ns, o->reps, 0, "us", states, sizeof states);
             stats_t st = stats_of(v, o->reps);
             printf("bench=%s np=%d size=%zu iters=%ld reps=%ld median_us=%.3f min_us=%.3f "
                    "p90_us=%.3f offset=%ld roffset=%ld%s\n",
@@ -474,13 +471,11 @@ static void run_latency(opts_t *o, putwin_t *w, double *v)
         }
     }
     free(ns);
-    free(tmp);
 }
 
 static void run_stream(opts_t *o, double *v)
 {
-    double *ns = calloc((size_t)o->reps + 1, sizeof(*ns)), *x = calloc((size_t)o->reps, sizeof(*x));
-    double *tmp = calloc((size_t)o->reps, sizeof(*tmp));
+    double *ns = calloc((size_t)o->reps + 1, sizeof(*ns));
     for (size_t size = o->min_size; size <= o->max_size; size = next_size(size)) {
         /* at most ~256 MiB per repetition, as bench_stream does */
         double cap = 268435456.0 / ((double)(size ? size : 1) * (double)o->window);
@@ -497,14 +492,9 @@ static void run_stream(opts_t *o, double *v)
             continue;
         double msgs = (double)o->window * (double)iters, bytes = msgs * (double)size;
         /* The states of the repetitions (probe_util.h), in the unit printed. */
-        char states[192] = "";
-        for (long r = 0; r < o->reps; r++)
-            x[r] = o->mode == MODE_BW ? bytes / v[r] * 1e-9 : msgs / v[r];
-        if (ns[0] >= 0 && x && tmp) {
-            states[0] = ' ';
-            probe_rep_keys(x, ns, o->reps, tmp, o->mode == MODE_BW ? "gbs" : "mps", states + 1,
-                           sizeof states - 1);
-        }
+        char states[192];
+        probe_rep_suffix(v, ns, o->reps, o->mode == MODE_BW ? bytes * 1e-9 : msgs,
+                         o->mode == MODE_BW ? "gbs" : "mps", states, sizeof states);
         stats_t st = stats_of(v, o->reps); /* seconds: fastest first */
         if (o->mode == MODE_BW)
             printf("bench=mpi_bw size=%zu window=%ld iters=%ld reps=%ld median_gbs=%.3f "
@@ -519,8 +509,6 @@ static void run_stream(opts_t *o, double *v)
         fflush(stdout);
     }
     free(ns);
-    free(x);
-    free(tmp);
 }
 
 /* The target word must hold the number of fetch-adds done; rank 0 knows

@@ -27,8 +27,8 @@
  * far under the bound.
  */
 
-#include <dirent.h>
 #include <portals4.h>
+#include <dirent.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,118 +48,110 @@
 /* CPU seconds used so far by the threads of this process other than the
  * caller: Linux thread CPU clocks (the clockid glibc's
  * pthread_getcpuclockid makes from a thread id). */
-static double other_threads_cpu_s(void) {
-  double sum = 0;
-  pid_t self = (pid_t)gettid();
-  DIR *d = opendir("/proc/self/task");
-  XP_REQUIRE(d != NULL);
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    pid_t tid = (pid_t)atoi(e->d_name);
-    if (tid <= 0 || tid == self)
-      continue;
-    clockid_t clk =
-        (clockid_t)((~(unsigned)tid << 3) | 6u); /* per thread, SCHED */
-    struct timespec ts;
-    if (clock_gettime(clk, &ts) == 0)
-      sum += (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-  }
-  closedir(d);
-  return sum;
+static double other_threads_cpu_s(void)
+{
+    double sum = 0;
+    pid_t self = (pid_t)gettid();
+    DIR *d = opendir("/proc/self/task");
+    XP_REQUIRE(d != NULL);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* per thread, SCHED */
+        struct timespec ts;
+        if (clock_gettime(clk, &ts) == 0)
+            sum += (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    }
+    closedir(d);
+    return sum;
 }
 
-static int spare_cpu_likely(void) {
-  cpu_set_t set;
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2 &&
-         (long)xp_local_size() * 2 <= ncpu;
+static int spare_cpu_likely(void)
+{
+    cpu_set_t set;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2 &&
+           (long)xp_local_size() * 2 <= ncpu;
 }
 
 /* ROUNDS round trips from *i on (both ranks): returns, on rank 1, the
  * median over CHUNKS chunks of the other threads' CPU time per message. Each
  * rank checks its flag right after its wait: once it has put its answer,
  * the peer's next put may land at once. */
-static double ping_pong(ptl_handle_md_t mdh, ptl_process_t peer,
-                        ptl_pt_index_t pt, int me, volatile uint64_t *flag,
-                        uint64_t *src, uint64_t *i) {
-  uint64_t per_msg_ns[CHUNKS];
-  for (int c = 0; c < CHUNKS; c++) {
-    double cpu0 = other_threads_cpu_s();
-    for (uint64_t end = *i + ROUNDS / CHUNKS; *i < end; (*i)++) {
-      if (me == 1) {
-        while (*flag < *i) /* rank 0's put of i */
-          ;
-        XP_CHECK_EQ(*flag, *i);
-      }
-      *src = *i;
-      XP_REQUIRE(PtlPut(mdh, 0, sizeof *src, PTL_NO_ACK_REQ, peer, pt, 0, 0,
-                        NULL, 0) == PTL_OK);
-      if (me == 0) {
-        while (*flag < *i) /* rank 1's answer */
-          ;
-        XP_CHECK_EQ(*flag, *i);
-      }
+static double ping_pong(ptl_handle_md_t mdh, ptl_process_t peer, ptl_pt_index_t pt, int me,
+                        volatile uint64_t *flag, uint64_t *src, uint64_t *i)
+{
+    uint64_t per_msg_ns[CHUNKS];
+    for (int c = 0; c < CHUNKS; c++) {
+        double cpu0 = other_threads_cpu_s();
+        for (uint64_t end = *i + ROUNDS / CHUNKS; *i < end; (*i)++) {
+            if (me == 1) {
+                while (*flag < *i) /* rank 0's put of i */
+                    ;
+                XP_CHECK_EQ(*flag, *i);
+            }
+            *src = *i;
+            XP_REQUIRE(PtlPut(mdh, 0, sizeof *src, PTL_NO_ACK_REQ, peer, pt, 0, 0, NULL, 0) ==
+                       PTL_OK);
+            if (me == 0) {
+                while (*flag < *i) /* rank 1's answer */
+                    ;
+                XP_CHECK_EQ(*flag, *i);
+            }
+        }
+        per_msg_ns[c] = (uint64_t)((other_threads_cpu_s() - cpu0) * 1e9 / (ROUNDS / CHUNKS));
     }
-    per_msg_ns[c] =
-        (uint64_t)((other_threads_cpu_s() - cpu0) * 1e9 / (ROUNDS / CHUNKS));
-  }
-  return xp_test_median_u64(per_msg_ns, CHUNKS) / 1e3; /* (sorts) */
+    return xp_test_median_u64(per_msg_ns, CHUNKS) / 1e3; /* (sorts) */
 }
 
-int main(void) {
-  const char *mode = getenv("XP_PROGRESS");
-  if (mode && strcmp(mode, "thread") != 0)
-    XP_TEST_SKIP("needs the progress thread");
-  if (XP_TEST_TSAN)
-    XP_TEST_SKIP("the CPU bound is not meaningful under TSan");
-  XP_REQUIRE(PtlInit() == PTL_OK);
-  int me = xp_rank();
-  if (xp_size() != 2)
-    XP_TEST_SKIP("needs exactly 2 ranks");
-  if (spare_cpu_likely())
-    XP_TEST_SKIP(
-        "the progress thread may have a CPU of its own here (it spins then)");
-  ptl_handle_ni_t ni;
-  XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL,
-                       PTL_PID_ANY, NULL, NULL, &ni) == PTL_OK);
-  ptl_pt_index_t pt;
-  XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
-  static volatile uint64_t flag;
-  static uint64_t src;
-  ptl_le_t le = {.start = (void *)&flag,
-                 .length = sizeof flag,
-                 .ct_handle = PTL_CT_NONE,
-                 .uid = PTL_UID_ANY,
-                 .options = PTL_LE_OP_PUT};
-  ptl_handle_le_t leh;
-  XP_REQUIRE(PtlLEAppend(ni, pt, &le, PTL_PRIORITY_LIST, NULL, &leh) == PTL_OK);
-  /* VOLATILE: src is rewritten as soon as each PtlPut returns. */
-  ptl_md_t md = {.start = &src,
-                 .length = sizeof src,
-                 .options = PTL_MD_VOLATILE,
-                 .eq_handle = PTL_EQ_NONE,
-                 .ct_handle = PTL_CT_NONE};
-  ptl_handle_md_t mdh;
-  XP_REQUIRE(PtlMDBind(ni, &md, &mdh) == PTL_OK);
-  XP_REQUIRE(xp_barrier() == XP_OK);
+int main(void)
+{
+    const char *mode = getenv("XP_PROGRESS");
+    if (mode && strcmp(mode, "thread") != 0)
+        XP_TEST_SKIP("needs the progress thread");
+    if (XP_TEST_TSAN)
+        XP_TEST_SKIP("the CPU bound is not meaningful under TSan");
+    XP_REQUIRE(PtlInit() == PTL_OK);
+    int me = xp_rank();
+    if (xp_size() != 2)
+        XP_TEST_SKIP("needs exactly 2 ranks");
+    if (spare_cpu_likely())
+        XP_TEST_SKIP("the progress thread may have a CPU of its own here (it spins then)");
+    ptl_handle_ni_t ni;
+    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL,
+                         NULL, &ni) == PTL_OK);
+    ptl_pt_index_t pt;
+    XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
+    static volatile uint64_t flag;
+    static uint64_t src;
+    ptl_le_t le = {.start = (void *)&flag, .length = sizeof flag, .ct_handle = PTL_CT_NONE,
+                   .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT};
+    ptl_handle_le_t leh;
+    XP_REQUIRE(PtlLEAppend(ni, pt, &le, PTL_PRIORITY_LIST, NULL, &leh) == PTL_OK);
+    /* VOLATILE: src is rewritten as soon as each PtlPut returns. */
+    ptl_md_t md = {.start = &src, .length = sizeof src, .options = PTL_MD_VOLATILE,
+                   .eq_handle = PTL_EQ_NONE, .ct_handle = PTL_CT_NONE};
+    ptl_handle_md_t mdh;
+    XP_REQUIRE(PtlMDBind(ni, &md, &mdh) == PTL_OK);
+    XP_REQUIRE(xp_barrier() == XP_OK);
 
-  ptl_process_t peer = {.rank = (ptl_rank_t)(1 - me)};
-  double best = 1e30;
-  for (uint64_t pass = 0, i = 1; pass < PASSES; pass++) {
-    double median = ping_pong(mdh, peer, pt, me, &flag, &src, &i);
+    ptl_process_t peer = {.rank = (ptl_rank_t)(1 - me)};
+    double best = 1e30;
+    for (uint64_t pass = 0, i = 1; pass < PASSES; pass++) {
+        double median = ping_pong(mdh, peer, pt, me, &flag, &src, &i);
+        if (me == 1)
+            printf("rank 1: pass %d: progress thread CPU per message, median of %d chunks "
+                   "%.2f us (bound %.0f)\n", (int)pass, CHUNKS, median, BOUND_US);
+        best = median < best ? median : best;
+    }
     if (me == 1)
-      printf("rank 1: pass %d: progress thread CPU per message, median of %d "
-             "chunks %.2f "
-             "us (bound %.0f)\n",
-             (int)pass, CHUNKS, median, BOUND_US);
-    best = median < best ? median : best;
-  }
-  if (me == 1)
-    XP_CHECK(best < BOUND_US);
-  XP_REQUIRE(xp_barrier() == XP_OK);
-  XP_CHECK_EQ(PtlMDRelease(mdh), PTL_OK);
-  XP_CHECK_EQ(PtlLEUnlink(leh), PTL_OK);
-  XP_CHECK_EQ(PtlPTFree(ni, pt), PTL_OK);
-  XP_CHECK_EQ(PtlNIFini(ni), PTL_OK);
-  PtlFini();
-  return xp_test_result();
+        XP_CHECK(best < BOUND_US);
+    XP_REQUIRE(xp_barrier() == XP_OK);
+    XP_CHECK_EQ(PtlMDRelease(mdh), PTL_OK);
+    XP_CHECK_EQ(PtlLEUnlink(leh), PTL_OK);
+    XP_CHECK_EQ(PtlPTFree(ni, pt), PTL_OK);
+    XP_CHECK_EQ(PtlNIFini(ni), PTL_OK);
+    PtlFini();
+    return xp_test_result();
 }
