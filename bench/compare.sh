@@ -383,10 +383,10 @@ values() {
         size = kv("size"); csv = kv("csv")
         if (size == "") next
         if (csv == "") {
-            v = kv(b ~ /^bw/ ? "median_gbs" : b == "msgrate" ? "median_mps" : "median_us")
-            # per state of their repetitions (probe_util.h): the ping-pongs
-            # and the streams
             u = b ~ /^bw/ ? "gbs" : b == "msgrate" ? "mps" : "us"
+            v = kv("median_" u)
+            # per state of their repetitions too (probe_util.h): the
+            # ping-pongs and the streams
             nn = kv("near_reps"); fn = kv("far_reps")
             if (v != "" && nn != "" && fn != "")
                 print size, v, kv("near_median_" u), nn, kv("far_median_" u), fn
