@@ -1037,10 +1037,14 @@ static void __attribute__((noinline)) fetch_reply_sent(int src, const unsigned c
  * first; *ok then says whether the route's send may still take it). The
  * lane of the previous REPLY comes from the memo when it went to the same
  * rank (the route's chain of loads skipped). The caller holds the poll
- * lock (the one-pass paths' rule). */
+ * lock (the one-pass paths' rule). `waited`: the initiator waits for this
+ * REPLY before it sends again, as a fetching atomic's usually does (no
+ * cell ahead asked for: xp_tl_inplace_reserve_excl_waited, on the memo's
+ * path; a first REPLY to a rank takes the route's reserve); a get's may be
+ * one of a stream and keeps the lane's prefetch. */
 static inline __attribute__((always_inline)) xp_wire_sreply_t *
 reply_reserve(xp_ptl_state_t *st, int src, size_t n, const xp_tl_route_t **rp,
-              xp_tl_cell_t *cell, int *ok)
+              xp_tl_cell_t *cell, int *ok, int waited)
 {
     if (__builtin_expect(st->reply_memo.rank == src &&
                              st->reply_memo.epoch ==
@@ -1049,8 +1053,12 @@ reply_reserve(xp_ptl_state_t *st, int src, size_t n, const xp_tl_route_t **rp,
                          1)) {
         *rp = st->reply_memo.route;
         *ok = !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE);
-        return *ok ? xp_tl_inplace_reserve_excl(st->reply_memo.ip, st->reply_memo.ring, n, cell)
-                   : NULL;
+        if (!*ok)
+            return NULL;
+        return waited ? xp_tl_inplace_reserve_excl_waited(st->reply_memo.ip, st->reply_memo.ring,
+                                                          n, cell)
+                      : xp_tl_inplace_reserve_excl(st->reply_memo.ip, st->reply_memo.ring, n,
+                                                   cell);
     }
     uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
     const xp_tl_route_t *r = xp_tl_route(src);
@@ -1089,7 +1097,8 @@ fast_fetch_finish(int src, const atomic_form_t *fm, const unsigned char *pkt, si
     const xp_tl_route_t *r;
     xp_tl_cell_t cell;
     int ok;
-    xp_wire_sreply_t *cw = reply_reserve(st, src, sizeof(xp_wire_sreply_t) + size, &r, &cell, &ok);
+    xp_wire_sreply_t *cw =
+        reply_reserve(st, src, sizeof(xp_wire_sreply_t) + size, &r, &cell, &ok, 1);
     if (__builtin_expect(cw != NULL, 1)) {
         cw->type = XP_WIRE_SREPLY;
         cw->slot = pkt[fm->slot];
@@ -1361,7 +1370,7 @@ fast_get(int src, const get_form_t *fm, const unsigned char *pkt, size_t len)
         .user_ptr = fm->compact ? 0 : xp_wire_load64(pkt, offsetof(xp_pkt_t, user_ptr)),
     };
     xp_wire_sreply_t *cw =
-        reply_reserve(st, src, sizeof(xp_wire_sreply_t) + (size_t)size, &r, &cell, &ok);
+        reply_reserve(st, src, sizeof(xp_wire_sreply_t) + (size_t)size, &r, &cell, &ok, 0);
     if (__builtin_expect(cw != NULL, 1)) {
         *cw = w;
         xp_tl_copy_small(cw + 1, data, (size_t)size);

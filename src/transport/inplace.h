@@ -90,9 +90,10 @@ static inline int xp_tl_inplace_ahead(xp_tl_inplace_t *ip)
 
 /* The ring part of the reserves: room for len bytes on ip's lane, `ring`
  * (ip->ring, which a caller may keep: it is set before the lane has an
- * owner and never changes after). */
-static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
-                                               size_t len, xp_tl_cell_t *out)
+ * owner and never changes after); `ahead`: ask for the cell a few past it
+ * (xp_tl_inplace_ahead). */
+static inline void *xp_tl_inplace_reserve_ring_ahead(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
+                                                     size_t len, xp_tl_cell_t *out, int ahead)
 {
     uint64_t need = xp_shm_cells_for(len, ip->src);
     uint64_t t = xp_load_relaxed(&ring->tail), end = t + need, mask = ip->mask;
@@ -102,12 +103,19 @@ static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_
     if (__builtin_expect(((end - 1) ^ t) > mask || end - ip->cached_head > mask + 1, 0))
         return NULL;
     xp_shm_cell_t *c = &ring->cells[t & mask];
-    if (xp_tl_inplace_ahead(ip))
+    if (ahead)
         xp_shm_cell_prefetch(ring->cells, t, mask);
     xp_tsan_message_out();
     xp_store_release(&ring->tail, end);
     out->cell = c;
     return xp_shm_cell_open(c, t, len, ip->src, &out->word);
+}
+
+/* xp_tl_inplace_reserve_ring_ahead with the lane's own choice. */
+static inline void *xp_tl_inplace_reserve_ring(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
+                                               size_t len, xp_tl_cell_t *out)
+{
+    return xp_tl_inplace_reserve_ring_ahead(ip, ring, len, out, xp_tl_inplace_ahead(ip));
 }
 
 /* xp_tl_route_reserve given the route's in-place state ip (not NULL) and
@@ -142,6 +150,20 @@ static inline void *xp_tl_inplace_reserve_excl(xp_tl_inplace_t *ip, xp_shm_ring_
     if (!xp_load_relaxed(&ip->owner))
         return NULL;
     return xp_tl_inplace_reserve_ring(ip, ring, len, out);
+}
+
+/* xp_tl_inplace_reserve_excl for an answer whose sender waits for it
+ * before it sends again (the REPLY of a fetching atomic): without asking
+ * for the cell ahead. The answer lane asks for it on every answer, which a
+ * stream of ACKs needs (the 8 B rate); but where requests and answers
+ * alternate, the sender waits at the very cell this one fills, and the
+ * cell ahead only competes with it (round 34's reason for requests). */
+static inline void *xp_tl_inplace_reserve_excl_waited(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
+                                                      size_t len, xp_tl_cell_t *out)
+{
+    if (!xp_load_relaxed(&ip->owner))
+        return NULL;
+    return xp_tl_inplace_reserve_ring_ahead(ip, ring, len, out, 0);
 }
 
 /* xp_tl_route_reserve for send_excl's packets (the caller is serialised
