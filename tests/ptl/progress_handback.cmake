@@ -11,6 +11,12 @@ if(TARGET xprun)
   xp_mp_test(mp_progress_memspin NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_progress_memspin.c
              LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
 endif()
+# Fetch-adds to a rank whose application thread parked in PtlCTWait: its
+# progress thread serves them without a sleep after each (mp_fetch_parked.c).
+if(TARGET xprun)
+  xp_mp_test(mp_fetch_parked NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_fetch_parked.c
+             LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+endif()
 # Ranks that wait only by non-blocking looks (an MPI library's progress
 # loop), also more ranks than CPUs, in both progress modes (mp_poll_loop.c).
 if(TARGET xprun)
