@@ -31,7 +31,7 @@
 
 #define PT 7
 #define ROUNDS 2000
-#define PASSES 3
+#define PASSES 5
 #define RATIO 3.0
 /* Long enough for the target's active spin (XP_SPIN_COUNT * 4 looks,
  * ~0.2-0.5 ms at the default) to end and its thread to park. */

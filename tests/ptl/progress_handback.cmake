@@ -16,6 +16,10 @@ endif()
 if(TARGET xprun)
   xp_mp_test(mp_fetch_parked NP 2 SOURCES ${CMAKE_CURRENT_LIST_DIR}/mp_fetch_parked.c
              LIBS portals TIMEOUT 60 LABELS ptl ENV XP_PROGRESS=thread)
+  # Its bound compares times: beside another multi-process test (-j2 on 2
+  # CPUs, or the ASan suite beside it) a descheduled initiator outlasts the
+  # progress thread's spin (1 failure in 11 beside the ASan suite).
+  set_tests_properties(mp_fetch_parked_np2 PROPERTIES RUN_SERIAL TRUE)
 endif()
 # Ranks that wait only by non-blocking looks (an MPI library's progress
 # loop), also more ranks than CPUs, in both progress modes (mp_poll_loop.c).
