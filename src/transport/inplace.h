@@ -152,12 +152,12 @@ static inline void *xp_tl_inplace_reserve_excl(xp_tl_inplace_t *ip, xp_shm_ring_
     return xp_tl_inplace_reserve_ring(ip, ring, len, out);
 }
 
-/* xp_tl_inplace_reserve_excl for an answer whose sender waits for it
- * before it sends again (the REPLY of a fetching atomic): without asking
- * for the cell ahead. The answer lane asks for it on every answer, which a
- * stream of ACKs needs (the 8 B rate); but where requests and answers
- * alternate, the sender waits at the very cell this one fills, and the
- * cell ahead only competes with it (round 34's reason for requests). */
+/* xp_tl_inplace_reserve_excl for an answer that its peer waits for before
+ * it sends its next request (the REPLY of a fetching atomic): without
+ * asking for the cell ahead. The answer lane asks for it on every answer,
+ * which a stream of ACKs needs (the 8 B rate); but where requests and
+ * answers alternate, the peer waits at the very cell this answer fills, and
+ * the cell ahead only competes with it (round 34's reason for requests). */
 static inline void *xp_tl_inplace_reserve_excl_waited(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
                                                       size_t len, xp_tl_cell_t *out)
 {
