@@ -1628,6 +1628,34 @@ static __attribute__((noinline)) int atomic_direct(xp_ptl_state_t *st, const xp_
     return 1;
 }
 
+/* PtlFetchAtomic's one-word fetch (the caller checked it as its compact
+ * path does) straight into the target's shared heap: when nothing but the
+ * old value and the REPLY count is to be delivered (OpenSHMEM's fetch-add,
+ * fetch, swap), the CPU atomic with the old value written to get_md at
+ * once, without atomic_direct's general frame (its 17 arguments, 11 on the
+ * stack); else atomic_direct. 1: done; 0: nothing happened, send it. */
+static __attribute__((noinline)) int
+fetch_direct(xp_ptl_state_t *st, const xp_tl_route_t *r, int rank, xp_md_t *get_md,
+             ptl_size_t local_get_offset, xp_md_t *put_md, ptl_size_t local_put_offset,
+             ptl_size_t length, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+             ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op,
+             ptl_datatype_t dt)
+{
+    if (__builtin_expect(!send_noticed(put_md) && !get_md->eq, 1)) {
+        unsigned flags;
+        if (!xp_direct_atomic(r, rank, put_md->ni->slot, pt_index, st->uid, remote_offset, op,
+                              dt, (const char *)put_md->region.start + local_put_offset, NULL,
+                              length, 1, (char *)get_md->region.start + local_get_offset,
+                              &flags))
+            return 0;
+        md_count(get_md, PTL_MD_EVENT_CT_REPLY, 1, length);
+        return 1;
+    }
+    return atomic_direct(st, r, rank, get_md, local_get_offset, put_md, local_put_offset, length,
+                         PTL_NO_ACK_REQ, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
+                         NULL, op, dt, XP_ATOMIC_FETCH);
+}
+
 /* Common body of the three atomic calls. get_md is NULL for PtlAtomic. */
 static int atomic_common(xp_ptl_state_t *st, xp_md_t *get_md, ptl_size_t local_get_offset, xp_md_t *put_md,
                          ptl_size_t local_put_offset, ptl_size_t length, ptl_ack_req_t ack_req,
@@ -1769,9 +1797,9 @@ int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
                              PTL_NO_ACK_REQ, target_id, pt_index, match_bits, remote_offset,
                              user_ptr, hdr_data, NULL, operation, datatype, XP_ATOMIC_FETCH);
     if (__builtin_expect(st->direct && xp_direct_maybe(r, ni->slot, pt_index), 0) &&
-        atomic_direct(st, r, rank, get_md, local_get_offset, put_md, local_put_offset, length,
-                      PTL_NO_ACK_REQ, pt_index, match_bits, remote_offset, user_ptr, hdr_data,
-                      NULL, operation, datatype, XP_ATOMIC_FETCH))
+        fetch_direct(st, r, rank, get_md, local_get_offset, put_md, local_put_offset, length,
+                     pt_index, match_bits, remote_offset, user_ptr, hdr_data, operation,
+                     datatype))
         return PTL_OK;
     const void *payload = (const char *)put_md->region.start + local_put_offset;
     xp_status_t rc = XP_ERR_AGAIN;
