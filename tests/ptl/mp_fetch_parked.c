@@ -22,12 +22,9 @@
 
 #include <portals4.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
-#include "xp_test.h"
-#include "xportals/xp.h"
+#include "progress_pair.h"
 
 #define PT 7
 #define ROUNDS 2000
@@ -73,20 +70,11 @@ static double fetch_adds(ptl_handle_ni_t ni, ptl_pt_index_t pt, uint64_t *base)
 
 int main(void)
 {
-    const char *mode = getenv("XP_PROGRESS");
-    if (mode && strcmp(mode, "thread") != 0)
-        XP_TEST_SKIP("needs the progress thread");
     if (XP_TEST_TSAN)
-        XP_TEST_SKIP("the count is not meaningful under TSan");
-    XP_REQUIRE(PtlInit() == PTL_OK);
-    int me = xp_rank();
-    if (xp_size() != 2)
-        XP_TEST_SKIP("needs exactly 2 ranks");
-    ptl_handle_ni_t ni;
-    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL,
-                         NULL, &ni) == PTL_OK);
+        XP_TEST_SKIP("the times are not meaningful under TSan");
+    int me = xp_test_progress_pair_init();
     ptl_pt_index_t pt;
-    XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
+    ptl_handle_ni_t ni = xp_test_pair_ni(PT, &pt);
     static uint64_t word;
     ptl_handle_ct_t tct;
     XP_REQUIRE(PtlCTAlloc(ni, &tct) == PTL_OK);

@@ -17,8 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "xp_test.h"
-#include "xportals/xp.h"
+#include "progress_pair.h"
 
 #define PT 6
 #define PINGS 100000  /* ping-pong round trips before the computing phase */
@@ -35,18 +34,9 @@ static double now_ms(void)
 
 int main(void)
 {
-    const char *mode = getenv("XP_PROGRESS");
-    if (mode && strcmp(mode, "thread") != 0)
-        XP_TEST_SKIP("needs the progress thread");
-    XP_REQUIRE(PtlInit() == PTL_OK);
-    int me = xp_rank();
-    if (xp_size() != 2)
-        XP_TEST_SKIP("needs exactly 2 ranks");
-    ptl_handle_ni_t ni;
-    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL,
-                         NULL, &ni) == PTL_OK);
+    int me = xp_test_progress_pair_init();
     ptl_pt_index_t pt;
-    XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
+    ptl_handle_ni_t ni = xp_test_pair_ni(PT, &pt);
     ptl_handle_ct_t rct, mct;
     XP_REQUIRE(PtlCTAlloc(ni, &rct) == PTL_OK);
     XP_REQUIRE(PtlCTAlloc(ni, &mct) == PTL_OK);

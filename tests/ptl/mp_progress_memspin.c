@@ -36,8 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "xp_test.h"
-#include "xportals/xp.h"
+#include "progress_pair.h"
 
 #define PT 6
 #define ROUNDS 2000
@@ -107,22 +106,13 @@ static double ping_pong(ptl_handle_md_t mdh, ptl_process_t peer, ptl_pt_index_t 
 
 int main(void)
 {
-    const char *mode = getenv("XP_PROGRESS");
-    if (mode && strcmp(mode, "thread") != 0)
-        XP_TEST_SKIP("needs the progress thread");
     if (XP_TEST_TSAN)
         XP_TEST_SKIP("the CPU bound is not meaningful under TSan");
-    XP_REQUIRE(PtlInit() == PTL_OK);
-    int me = xp_rank();
-    if (xp_size() != 2)
-        XP_TEST_SKIP("needs exactly 2 ranks");
+    int me = xp_test_progress_pair_init();
     if (spare_cpu_likely())
         XP_TEST_SKIP("the progress thread may have a CPU of its own here (it spins then)");
-    ptl_handle_ni_t ni;
-    XP_REQUIRE(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL,
-                         NULL, &ni) == PTL_OK);
     ptl_pt_index_t pt;
-    XP_REQUIRE(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PT, &pt) == PTL_OK);
+    ptl_handle_ni_t ni = xp_test_pair_ni(PT, &pt);
     static volatile uint64_t flag;
     static uint64_t src;
     ptl_le_t le = {.start = (void *)&flag, .length = sizeof flag, .ct_handle = PTL_CT_NONE,
