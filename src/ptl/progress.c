@@ -827,6 +827,8 @@ static void progress_thread_sleep_mode(xp_ptl_state_t *st)
                 ncpu >= 2 && (long)xp_local_size() * 2 <= ncpu;
     int oversubscribed = xp_tl_oversubscribed();
     st->progress_spins = spare || oversubscribed ? xp_tl_spin_count() : 0;
+    /* (While an application thread is parked in a wait, a napping thread
+     * spins a little after all: serving_parked.) */
     st->progress_nap = !spare && !oversubscribed;
 }
 

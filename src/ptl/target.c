@@ -1039,7 +1039,7 @@ static void __attribute__((noinline)) fetch_reply_sent(int src, const unsigned c
  * rank (the route's chain of loads skipped). The caller holds the poll
  * lock (the one-pass paths' rule). `waited`: the initiator waits for this
  * REPLY before it sends again, as a fetching atomic's usually does (no
- * cell ahead asked for: xp_tl_inplace_reserve_excl_waited, on the memo's
+ * cell ahead asked for: xp_tl_inplace_reserve_excl's `waited`, on the memo's
  * path; a first REPLY to a rank takes the route's reserve); a get's may be
  * one of a stream and keeps the lane's prefetch. */
 static inline __attribute__((always_inline)) xp_wire_sreply_t *
@@ -1053,12 +1053,9 @@ reply_reserve(xp_ptl_state_t *st, int src, size_t n, const xp_tl_route_t **rp,
                          1)) {
         *rp = st->reply_memo.route;
         *ok = !__atomic_load_n(&st->defer_count, __ATOMIC_ACQUIRE);
-        if (!*ok)
-            return NULL;
-        return waited ? xp_tl_inplace_reserve_excl_waited(st->reply_memo.ip, st->reply_memo.ring,
-                                                          n, cell)
-                      : xp_tl_inplace_reserve_excl(st->reply_memo.ip, st->reply_memo.ring, n,
-                                                   cell);
+        return *ok ? xp_tl_inplace_reserve_excl(st->reply_memo.ip, st->reply_memo.ring, n, cell,
+                                                waited)
+                   : NULL;
     }
     uint64_t epoch = __atomic_load_n(&st->put_epoch, __ATOMIC_ACQUIRE);
     const xp_tl_route_t *r = xp_tl_route(src);

@@ -143,27 +143,20 @@ static inline void *xp_tl_route_reserve(const xp_tl_route_t *r, size_t len, xp_t
 
 /* xp_tl_route_reserve_excl given the route's send_excl in-place state ip
  * (not NULL) and its ring, kept by the caller (not read before the lane is
- * announced: ip->ring is set then). */
+ * announced: ip->ring is set then). `waited`: an answer that its peer
+ * waits for before it sends its next request (the REPLY of a fetching
+ * atomic), reserved without asking for the cell ahead. The answer lane
+ * asks for it on every other answer, which a stream of ACKs needs (the 8 B
+ * rate); but where requests and answers alternate, the peer waits at the
+ * very cell this answer fills, and the cell ahead only competes with it
+ * (round 34's reason for requests). */
 static inline void *xp_tl_inplace_reserve_excl(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
-                                               size_t len, xp_tl_cell_t *out)
+                                               size_t len, xp_tl_cell_t *out, int waited)
 {
     if (!xp_load_relaxed(&ip->owner))
         return NULL;
-    return xp_tl_inplace_reserve_ring(ip, ring, len, out);
-}
-
-/* xp_tl_inplace_reserve_excl for an answer that its peer waits for before
- * it sends its next request (the REPLY of a fetching atomic): without
- * asking for the cell ahead. The answer lane asks for it on every answer,
- * which a stream of ACKs needs (the 8 B rate); but where requests and
- * answers alternate, the peer waits at the very cell this answer fills, and
- * the cell ahead only competes with it (round 34's reason for requests). */
-static inline void *xp_tl_inplace_reserve_excl_waited(xp_tl_inplace_t *ip, xp_shm_ring_t *ring,
-                                                      size_t len, xp_tl_cell_t *out)
-{
-    if (!xp_load_relaxed(&ip->owner))
-        return NULL;
-    return xp_tl_inplace_reserve_ring_ahead(ip, ring, len, out, 0);
+    return xp_tl_inplace_reserve_ring_ahead(ip, ring, len, out,
+                                            !waited && xp_tl_inplace_ahead(ip));
 }
 
 /* xp_tl_route_reserve for send_excl's packets (the caller is serialised
@@ -175,7 +168,7 @@ static inline void *xp_tl_route_reserve_excl(const xp_tl_route_t *r, size_t len,
                                              xp_tl_cell_t *out)
 {
     xp_tl_inplace_t *ip = r->inplace_excl;
-    return ip ? xp_tl_inplace_reserve_excl(ip, ip->ring, len, out) : NULL;
+    return ip ? xp_tl_inplace_reserve_excl(ip, ip->ring, len, out, 0) : NULL;
 }
 
 /* Copy n bytes into a reserved packet without a library call up to 64

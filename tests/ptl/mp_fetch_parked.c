@@ -113,9 +113,9 @@ int main(void)
         printf("rank 0: fastest parked %.3f us, fastest spinning %.3f (bound: %.1f times)\n",
                best_parked, best_spinning, RATIO);
         XP_CHECK(best_parked < RATIO * best_spinning);
-    }
-    else
+    } else {
         XP_CHECK_EQ(word, made);
+    }
     XP_CHECK_EQ(PtlLEUnlink(leh), PTL_OK);
     XP_CHECK_EQ(PtlCTFree(tct), PTL_OK);
     XP_CHECK_EQ(PtlPTFree(ni, pt), PTL_OK);
